@@ -1,0 +1,265 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// InboxDir is the directory name of every handoff inbox.
+const InboxDir = "memory-handoffs"
+
+// Inbox is one inbox found on a host, with the files that may be claimed.
+type Inbox struct {
+	Path       string // absolute on the host
+	Repo       string // the directory holding the harness directory
+	State      string
+	Err        error
+	Candidates []transport.FileInfo // plain *.md names not tracked by git
+	Tracked    int
+	Ignored    []string // quoted names that are not plain *.md names
+}
+
+// Discover finds the inboxes of a host: every declared inbox, and every
+// <repo>/<harness>/memory-handoffs under a discovery root, walking at most
+// MaxDepth directory levels below the root. It never follows a symlink,
+// never descends into dot-directories, and skips any directory holding
+// OptOutMarker with everything below it. Declared inboxes always appear in
+// the result, whatever their state; discovered ones appear when they exist.
+func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, error) {
+	home, err := fsys.Home(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("home directory: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []*Inbox
+	add := func(in *Inbox) {
+		if seen[in.Path] {
+			return
+		}
+		seen[in.Path] = true
+		out = append(out, in)
+	}
+	for _, p := range cfg.Inboxes {
+		in, err := declaredInbox(ctx, fsys, expand(p, home))
+		if err != nil {
+			return nil, err
+		}
+		add(in)
+	}
+	for _, r := range cfg.Roots {
+		found, err := walk(ctx, fsys, expand(r.Path, home), r.MaxDepth, cfg.Harnesses)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range found {
+			add(in)
+		}
+	}
+	// List every usable inbox; one git index read per repository.
+	indexes := map[string]trackedResult{}
+	for _, in := range out {
+		if in.State != StateOK {
+			continue
+		}
+		if err := list(ctx, fsys, in, indexes); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+type trackedResult struct {
+	set trackedSet
+	err error
+}
+
+func expand(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return path.Join(home, rest)
+	}
+	return path.Clean(p)
+}
+
+// declaredInbox checks a declared inbox: it must be a real directory, and
+// neither it, its harness directory nor its repository may opt out.
+func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, error) {
+	in := &Inbox{Path: p, Repo: path.Dir(path.Dir(p)), State: StateOK}
+	fi, err := fsys.Lstat(ctx, p)
+	switch {
+	case errors.Is(err, transport.ErrNotExist):
+		in.State = StateMissing
+		return in, nil
+	case err != nil:
+		return nil, fmt.Errorf("lstat inbox %s: %w", p, err)
+	case fi.IsSymlink():
+		in.State = StateSymlink
+		return in, nil
+	case !fi.IsDir():
+		in.State = StateError
+		in.Err = fmt.Errorf("%s is not a directory", p)
+		return in, nil
+	}
+	for _, dir := range []string{p, path.Dir(p), in.Repo} {
+		_, err := fsys.Lstat(ctx, path.Join(dir, OptOutMarker))
+		if err == nil {
+			in.State = StateOptedOut
+			return in, nil
+		}
+		if !errors.Is(err, transport.ErrNotExist) {
+			return nil, fmt.Errorf("lstat %s: %w", path.Join(dir, OptOutMarker), err)
+		}
+	}
+	return in, nil
+}
+
+// walk looks for repositories under root, breadth first, level by level.
+func walk(ctx context.Context, fsys transport.FS, root string, maxDepth int, harnesses []string) ([]*Inbox, error) {
+	fi, err := fsys.Lstat(ctx, root)
+	if errors.Is(err, transport.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lstat discovery root %s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("discovery root %s is not a directory (symlinks are never followed; name the real path)", root)
+	}
+	isHarness := map[string]bool{}
+	for _, h := range harnesses {
+		isHarness[h] = true
+	}
+	var out []*Inbox
+	level := []string{root}
+	for depth := 0; depth <= maxDepth && len(level) > 0; depth++ {
+		var next []string
+		for _, dir := range level {
+			ents, err := fsys.ReadDir(ctx, dir, 0)
+			if err != nil {
+				if errors.Is(err, transport.ErrNotExist) || ctx.Err() == nil && isPermission(err) {
+					continue // vanished or unreadable: nothing to find there
+				}
+				return nil, fmt.Errorf("list %s: %w", dir, err)
+			}
+			sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
+			if hasEntry(ents, OptOutMarker) {
+				continue
+			}
+			for _, e := range ents {
+				if CheckName(e.Name) != "" && CheckName(e.Name) != "not-markdown" {
+					continue // a name no real directory has
+				}
+				if isHarness[e.Name] {
+					if in := harnessInbox(ctx, fsys, dir, e); in != nil {
+						out = append(out, in)
+					}
+					continue
+				}
+				if strings.HasPrefix(e.Name, ".") || !e.IsDir() || depth == maxDepth {
+					continue
+				}
+				next = append(next, path.Join(dir, e.Name))
+			}
+		}
+		level = next
+	}
+	return out, nil
+}
+
+// harnessInbox returns the inbox under a harness directory entry, or nil if
+// the harness directory holds none.
+func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness transport.FileInfo) *Inbox {
+	p := path.Join(repo, harness.Name, InboxDir)
+	in := &Inbox{Path: p, Repo: repo, State: StateOK}
+	if harness.IsSymlink() {
+		in.State = StateSymlink
+		return in
+	}
+	if !harness.IsDir() {
+		return nil
+	}
+	fi, err := fsys.Lstat(ctx, p)
+	switch {
+	case errors.Is(err, transport.ErrNotExist):
+		return nil
+	case err != nil:
+		in.State, in.Err = StateError, err
+	case fi.IsSymlink():
+		in.State = StateSymlink
+	case !fi.IsDir():
+		return nil
+	}
+	return in
+}
+
+// list fills an inbox's candidates: plain *.md regular-looking entries that
+// the repository's git index does not track.
+func list(ctx context.Context, fsys transport.FS, in *Inbox, indexes map[string]trackedResult) error {
+	ents, err := fsys.ReadDir(ctx, in.Path, 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		in.State, in.Err = StateError, fmt.Errorf("list %s: %w", in.Path, err)
+		return nil
+	}
+	if hasEntry(ents, OptOutMarker) {
+		in.State = StateOptedOut
+		return nil
+	}
+	var cands []transport.FileInfo
+	for _, e := range ents {
+		switch CheckName(e.Name) {
+		case "":
+			cands = append(cands, e)
+		case "not-markdown":
+		default:
+			in.Ignored = append(in.Ignored, Quote(e.Name))
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })
+	if len(cands) == 0 {
+		return nil
+	}
+	tr, ok := indexes[in.Repo]
+	if !ok {
+		tr.set, tr.err = readTracked(ctx, fsys, in.Repo)
+		if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
+			return tr.err // the transport broke
+		}
+		indexes[in.Repo] = tr
+	}
+	if tr.err != nil {
+		in.State, in.Err = StateGitUnreadable, tr.err
+		return nil
+	}
+	rel := strings.TrimPrefix(in.Path, in.Repo+"/")
+	for _, c := range cands {
+		if tr.set[rel+"/"+c.Name] {
+			in.Tracked++
+			continue
+		}
+		in.Candidates = append(in.Candidates, c)
+	}
+	return nil
+}
+
+func isPermission(err error) bool { return errors.Is(err, fs.ErrPermission) }
+
+func hasEntry(ents []transport.FileInfo, name string) bool {
+	for _, e := range ents {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}

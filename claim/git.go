@@ -1,0 +1,85 @@
+package claim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// Bounds on what a host can make us read to learn which files git tracks.
+const (
+	maxGitFile  = 4 << 10   // a worktree's ".git" file: "gitdir: <path>"
+	maxGitIndex = 256 << 20 // the index of a very large repository
+)
+
+// errGitUnreadable marks an index that exists but cannot be read or decoded.
+var errGitUnreadable = errors.New("git index unreadable")
+
+// trackedSet holds the paths a repository's index tracks. A nil set means
+// nothing is tracked (no .git, or no index yet).
+type trackedSet map[string]bool
+
+// readTracked reads repo's git index through the transport, so that hosts
+// which only grant SFTP work. It follows a ".git" file (worktrees,
+// submodules) to its gitdir. Only paths directly inside a memory-handoffs
+// directory are kept.
+func readTracked(ctx context.Context, fsys transport.FS, repo string) (trackedSet, error) {
+	dotgit := path.Join(repo, ".git")
+	fi, err := fsys.Lstat(ctx, dotgit)
+	if errors.Is(err, transport.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var gitdir string
+	switch {
+	case fi.IsDir():
+		gitdir = dotgit
+	case fi.IsRegular():
+		data, _, err := fsys.ReadFile(ctx, dotgit, maxGitFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", errGitUnreadable, dotgit, err)
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		dir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+		if !ok || strings.TrimSpace(dir) == "" {
+			return nil, fmt.Errorf("%w: %s is not a \"gitdir:\" file", errGitUnreadable, dotgit)
+		}
+		gitdir = strings.TrimSpace(dir)
+		if !path.IsAbs(gitdir) {
+			gitdir = path.Join(repo, gitdir)
+		}
+	default:
+		return nil, fmt.Errorf("%w: %s is neither a directory nor a gitdir file", errGitUnreadable, dotgit)
+	}
+	idxPath := path.Join(gitdir, "index")
+	data, _, err := fsys.ReadFile(ctx, idxPath, maxGitIndex)
+	if errors.Is(err, transport.ErrNotExist) {
+		return nil, nil // no commit and nothing staged yet
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: read %s: %v", errGitUnreadable, idxPath, err)
+	}
+	var idx index.Index
+	if err := index.NewDecoder(bytes.NewReader(data)).Decode(&idx); err != nil {
+		return nil, fmt.Errorf("%w: decode %s: %v", errGitUnreadable, idxPath, err)
+	}
+	set := trackedSet{}
+	for _, e := range idx.Entries {
+		if path.Base(path.Dir(e.Name)) == InboxDir {
+			set[e.Name] = true
+		}
+	}
+	return set, nil
+}

@@ -1,0 +1,173 @@
+package claim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/failpoint"
+)
+
+// Spool holds the exact bytes of every stored handoff, addressed by their
+// SHA-256.
+type Spool interface {
+	// Has reports whether the content is stored.
+	Has(sha string) (bool, error)
+	// Get returns stored content after checking it still hashes to sha.
+	Get(sha string) ([]byte, error)
+	// Put stores a batch of contents keyed by their SHA-256. When it returns
+	// nil every one of them is durable, directory entries included.
+	Put(batch map[string][]byte) error
+}
+
+// ErrCorrupt means a spool file no longer hashes to its name.
+var ErrCorrupt = errors.New("spool file does not match its hash")
+
+// DirSpool is the on-disk spool: <dir>/<sha256>.md, one file per content.
+type DirSpool struct {
+	root *os.Root
+}
+
+var _ Spool = (*DirSpool)(nil)
+
+// OpenSpool opens (creating if needed) the spool directory.
+func OpenSpool(dir string) (*DirSpool, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	if _, err := durable.RemoveTemps(root, "."); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("spool: remove temporary files: %w", err)
+	}
+	return &DirSpool{root: root}, nil
+}
+
+// OpenSpoolReadOnly opens an existing spool without creating or cleaning
+// anything; it returns nil, nil when the directory does not exist.
+func OpenSpoolReadOnly(dir string) (*DirSpool, error) {
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	return &DirSpool{root: root}, nil
+}
+
+// Close releases the directory handle.
+func (s *DirSpool) Close() error { return s.root.Close() }
+
+// Name is the file name of a content in the spool.
+func Name(sha string) string { return sha + ".md" }
+
+func (s *DirSpool) Has(sha string) (bool, error) {
+	fi, err := s.root.Lstat(Name(sha))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("spool: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return false, fmt.Errorf("spool: %s is not a regular file", Name(sha))
+	}
+	return true, nil
+}
+
+func (s *DirSpool) Get(sha string) ([]byte, error) {
+	data, err := s.root.ReadFile(Name(sha))
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	if Hash(data) != sha {
+		return nil, fmt.Errorf("spool: %s: %w", Name(sha), ErrCorrupt)
+	}
+	return data, nil
+}
+
+func (s *DirSpool) Put(batch map[string][]byte) error {
+	wrote := 0
+	for sha, data := range batch {
+		ok, err := s.Has(sha)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		if err := durable.WriteFileNoDirSync(s.root, Name(sha), data, 0o600); err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		wrote++
+		failpoint.Inject("store.spooled")
+	}
+	if wrote == 0 {
+		return nil
+	}
+	if err := durable.SyncDir(s.root, "."); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	failpoint.Inject("store.synced")
+	return nil
+}
+
+// MemSpool keeps new content in memory on top of an optional read-only
+// base. A dry run uses it so that nothing reaches the disk.
+type MemSpool struct {
+	Base Spool // may be nil
+	mu   sync.Mutex
+	data map[string][]byte
+}
+
+var _ Spool = (*MemSpool)(nil)
+
+func (m *MemSpool) Has(sha string) (bool, error) {
+	m.mu.Lock()
+	_, ok := m.data[sha]
+	m.mu.Unlock()
+	if ok || m.Base == nil {
+		return ok, nil
+	}
+	return m.Base.Has(sha)
+}
+
+func (m *MemSpool) Get(sha string) ([]byte, error) {
+	m.mu.Lock()
+	d, ok := m.data[sha]
+	m.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	if m.Base == nil {
+		return nil, fmt.Errorf("spool: %s: %w", Name(sha), fs.ErrNotExist)
+	}
+	return m.Base.Get(sha)
+}
+
+func (m *MemSpool) Put(batch map[string][]byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.data == nil {
+		m.data = map[string][]byte{}
+	}
+	for k, v := range batch {
+		m.data[k] = v
+	}
+	return nil
+}
+
+// Hash is the lower-case hex SHA-256 of data.
+func Hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

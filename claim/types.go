@@ -1,0 +1,111 @@
+package claim
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Inbox states as they appear in receipts.
+const (
+	StateOK            = "ok"
+	StateMissing       = "missing"
+	StateSymlink       = "symlink"
+	StateOptedOut      = "opted-out"
+	StateGitUnreadable = "git-unreadable"
+	StateError         = "error" // the inbox could not be listed
+)
+
+// Results of a claim that did not store the file. Stored files get their
+// result from the ingester.
+const (
+	ResultRejected = "rejected"
+	ResultDeferred = "deferred"
+)
+
+// Reasons a claim gives (the same stable codes the ingester uses).
+const (
+	ReasonSymlink    = "symlink"
+	ReasonNotRegular = "not-regular"
+	ReasonOversize   = "oversize"
+	ReasonChanging   = "changing"
+	ReasonTooYoung   = "too-young"
+)
+
+// OptOutMarker is the file whose presence hides a directory tree.
+const OptOutMarker = ".no-memory-handoffs"
+
+// Config is what a pull needs to know about one host.
+type Config struct {
+	Host        string
+	Transport   string
+	Harnesses   []string // e.g. ".claude"
+	Inboxes     []string // declared inboxes, may start with "~"
+	Roots       []Root   // discovery roots, may start with "~"
+	MaxFileSize int64
+	Settle      time.Duration
+	DryRun      bool             // archive nothing; the caller passes a MemSpool and a scratch ledger
+	Now         func() time.Time // nil: time.Now
+	Log         *slog.Logger     // nil: discard
+}
+
+// Root is a directory walked for repositories.
+type Root struct {
+	Path     string
+	MaxDepth int
+}
+
+// Source says where one stored handoff came from.
+type Source struct {
+	Host       string `json:"host"`
+	Inbox      string `json:"inbox"`
+	Name       string `json:"name"`
+	SHA256     string `json:"sha256"`
+	Size       int64  `json:"size"`
+	ArchivedAs string `json:"archived_as"` // relative to Inbox, e.g. processed/x.3f9a1c2b4d5e.md
+	Parses     bool   `json:"parses"`
+}
+
+// Recorder is the ledger as the pull sees it.
+type Recorder interface {
+	// RecordSources durably records that these sources' bytes are in the
+	// spool. Recording a source already recorded is a no-op. It returns how
+	// many were new.
+	RecordSources(ctx context.Context, runID string, srcs []Source) (int, error)
+	// MarkArchived records that these sources were archived on their host.
+	MarkArchived(ctx context.Context, srcs []Source) error
+}
+
+// HostReport is the outcome of one host's pull. It is JSON so that a worker
+// process can hand it to its parent.
+type HostReport struct {
+	Name      string        `json:"name"`
+	Transport string        `json:"transport"`
+	Outcome   string        `json:"outcome"` // ok | error
+	Error     string        `json:"error"`
+	Inboxes   []InboxReport `json:"inboxes"`
+	Items     []Item        `json:"items"`  // rejected and deferred files
+	Stored    int           `json:"stored"` // sources newly recorded in this pull
+}
+
+// InboxReport is one inbox as the receipt shows it.
+type InboxReport struct {
+	Path    string   `json:"path"`
+	State   string   `json:"state"`
+	Pending int      `json:"pending"`
+	Tracked int      `json:"tracked"`
+	Error   string   `json:"error,omitempty"`
+	Ignored []string `json:"ignored,omitempty"` // quoted names that are not plain *.md names
+}
+
+// Item is a file the pull looked at but did not store.
+type Item struct {
+	Inbox      string `json:"inbox"`
+	Name       string `json:"name"`
+	Size       int64  `json:"size"`
+	SHA256     string `json:"sha256,omitempty"`
+	Result     string `json:"result"`
+	Reason     string `json:"reason"`
+	ArchivedAs string `json:"archived_as,omitempty"`
+	Error      string `json:"error,omitempty"`
+}

@@ -1,0 +1,88 @@
+// Command handoff pulls memory-handoff files from writer hosts over SSH and
+// ingests them into a durable-memory workspace. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/manifest"
+)
+
+// Exit codes: a contract with cron, systemd and scripts.
+const (
+	exitOK     = 0
+	exitFailed = 1  // a host or the run failed (outcome partial or failed), or lint found problems
+	exitUsage  = 2  // bad flags, unknown host, invalid manifest
+	exitLocked = 75 // another run holds the workspace lock (EX_TEMPFAIL)
+)
+
+// exitError carries an exit code and an optional hint to main.
+type exitError struct {
+	code int
+	err  error
+	hint string
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+// silent exits with a code and prints nothing more (the command already
+// reported).
+func silent(code int) error { return &exitError{code: code} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	code, hint := exitCode(err)
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintf(stderr, "handoff: %s\n", msg)
+	}
+	if hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", hint)
+	}
+	return code
+}
+
+// exitCode maps an error to the exit-code contract, in one place.
+func exitCode(err error) (int, string) {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, ee.hint
+	}
+	var ue *handoff.UsageError
+	var fe *manifest.FieldError
+	switch {
+	case errors.Is(err, handoff.ErrLocked):
+		return exitLocked, "another sync is running; this one exits and the next timer tick retries"
+	case errors.As(err, &ue):
+		return exitUsage, ""
+	case errors.As(err, &fe):
+		return exitUsage, "fix the manifest and check it with `handoff manifest check`"
+	case isUsage(err):
+		return exitUsage, "see `handoff --help`"
+	}
+	return exitFailed, ""
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError marks a command-line mistake found by cobra or by us.
+type usageError struct{ error }
+
+func isUsage(err error) bool {
+	var u usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// cobra's own parse errors are plain errors with these shapes.
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most"} {
+		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p) {
+			return true
+		}
+	}
+	return false
+}
+
+type globals struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	verbose        bool
+	logFormat      string
+}
+
+func (g *globals) logger() *slog.Logger {
+	if !g.verbose {
+		return nil
+	}
+	opts := &slog.HandlerOptions{Level: slog.LevelDebug}
+	if g.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(g.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, opts))
+}
+
+func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "handoff",
+		Short:         "Pull memory handoffs from writer hosts and ingest them safely",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log each step to stderr")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format with --verbose: text or json")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newSyncCmd(g), newLintCmd(g), newManifestCmd(g))
+	return root
+}

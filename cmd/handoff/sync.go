@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/receipts"
+)
+
+type syncCmd struct {
+	g            *globals
+	hosts        []string
+	dryRun       bool
+	json         bool
+	manifestPath string
+	workspace    string
+	parallel     int
+}
+
+func newSyncCmd(g *globals) *cobra.Command {
+	c := &syncCmd{g: g}
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Pull every host, ingest, and write a receipt (the timer's job)",
+		Args:  cobra.NoArgs,
+		RunE:  c.run,
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&c.hosts, "host", nil, "pull only this host (repeatable); the spool backlog is still ingested")
+	f.BoolVar(&c.dryRun, "dry-run", false, "show what would happen; write nothing anywhere")
+	f.BoolVar(&c.json, "json", false, "print the receipt as JSON on stdout")
+	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
+	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
+	f.IntVar(&c.parallel, "parallel", 8, "hosts pulled at once")
+	return cmd
+}
+
+func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
+	m, err := loadManifest(c.manifestPath)
+	if err != nil {
+		return err
+	}
+	ws := c.workspace
+	if ws != "" {
+		if ws, err = filepath.Abs(ws); err != nil {
+			return err
+		}
+	}
+	r, err := handoff.Sync(cmd.Context(), handoff.Options{
+		Manifest: m, Workspace: ws, Hosts: c.hosts, DryRun: c.dryRun,
+		Parallel: c.parallel, Log: c.g.logger(),
+	})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		b, err := receipts.Marshal(r)
+		if err != nil {
+			return err
+		}
+		c.g.stdout.Write(b)
+	} else {
+		for _, h := range r.Hosts {
+			if h.Outcome != "ok" {
+				fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\n", h.Name, h.Error)
+			}
+		}
+		fmt.Fprint(c.g.stdout, r.Summary())
+	}
+	if r.Outcome != receipts.OutcomeOK {
+		return silent(exitFailed)
+	}
+	return nil
+}
+
+// loadManifest loads the manifest at path, or the default one.
+func loadManifest(path string) (*manifest.Manifest, error) {
+	if path == "" {
+		path = manifest.DefaultPath()
+	}
+	m, err := manifest.Load(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("no manifest at %s", path),
+			hint: "write one (see README.md, \"The writers manifest\") or pass --manifest FILE"}
+	}
+	if err != nil {
+		return nil, manifestError(err)
+	}
+	return m, nil
+}
+
+// manifestError turns validation errors into one message per problem, each
+// followed by its hint.
+func manifestError(err error) error {
+	fes := manifest.FieldErrors(err)
+	if len(fes) == 0 {
+		return &exitError{code: exitUsage, err: err, hint: "fix the manifest and check it with `handoff manifest check`"}
+	}
+	msg := ""
+	for i, fe := range fes {
+		if i > 0 {
+			msg += "\nhandoff: "
+		}
+		msg += fe.Error()
+		if fe.Hint != "" {
+			msg += "\nhint: " + fe.Hint
+		}
+	}
+	return &exitError{code: exitUsage, err: errors.New(msg)}
+}

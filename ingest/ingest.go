@@ -1,0 +1,336 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/failpoint"
+)
+
+// Entry is what became of one stored source in a run: a receipt line.
+type Entry struct {
+	Host         string
+	Inbox        string
+	Name         string
+	SHA256       string
+	Size         int64
+	Result       string
+	Reason       string
+	Action       string
+	Target       string
+	BeforeSHA256 string
+	AfterSHA256  string
+	ArchivedAs   string
+}
+
+// Options configure one ingest.
+type Options struct {
+	Workspace string // absolute path of the workspace root
+	RunID     string
+	DryRun    bool // decide everything, write nothing to the workspace
+	Log       *slog.Logger
+}
+
+// Ingester applies stored handoffs to the workspace. Only one may run at a
+// time per workspace; the caller holds the workspace lock.
+type Ingester struct {
+	opts  Options
+	led   *Ledger
+	spool claim.Spool
+	ws    *workspace
+	log   *slog.Logger
+}
+
+// New prepares an ingester over an open ledger and spool.
+func New(opts Options, led *Ledger, spool claim.Spool) (*Ingester, error) {
+	ws, err := openWorkspace(opts.Workspace, opts.DryRun)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: workspace %s: %w", opts.Workspace, err)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Ingester{opts: opts, led: led, spool: spool, ws: ws, log: log}, nil
+}
+
+// Close releases the workspace handle.
+func (in *Ingester) Close() error { return in.ws.Close() }
+
+// Run first finishes plans a crashed run left behind, then decides and
+// applies every stored source that has no result yet, in the order they
+// were stored. It returns one Entry per source it gave a result to.
+//
+// Guarantees: a handoff's content is applied at most once (by hash, across
+// runs); a target is only replaced while it still hashes to the plan's
+// before-hash; a backup of its prior content is durable before it is
+// replaced; a crash at any point is finished by the next Run without a
+// second application.
+func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
+	if err := in.ws.removeTemps(); err != nil {
+		return nil, fmt.Errorf("ingest: remove temporary files: %w", err)
+	}
+	var out []Entry
+	plans, err := in.led.interruptedPlans(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	for _, p := range plans {
+		src, err := in.led.source(ctx, p.SourceID)
+		if err != nil {
+			return out, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
+		}
+		in.log.Info("finishing interrupted plan", "plan", p.ID, "target", p.Target)
+		e, err := in.apply(ctx, src, p)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+	srcs, err := in.led.pendingSources(ctx)
+	if err != nil {
+		return out, fmt.Errorf("ingest: %w", err)
+	}
+	for _, src := range srcs {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		e, err := in.one(ctx, src)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func entryFor(src sourceRow, o outcome) Entry {
+	return Entry{Host: src.Host, Inbox: src.Inbox, Name: src.Name, SHA256: src.SHA256, Size: src.Size,
+		Result: o.Result, Reason: o.Reason, Action: o.Action, Target: o.Target,
+		BeforeSHA256: o.Before, AfterSHA256: o.After, ArchivedAs: src.ArchivedAs}
+}
+
+// record finishes a source with an outcome that wrote nothing but maybe a
+// review draft.
+func (in *Ingester) record(ctx context.Context, src sourceRow, o outcome, planID int64) (Entry, error) {
+	if err := in.led.finish(ctx, in.opts.RunID, src, o, planID); err != nil {
+		return Entry{}, fmt.Errorf("ingest: record %s: %w", src.SHA256[:12], err)
+	}
+	failpoint.Inject("bookkeeping.done")
+	in.log.Info("handoff", "name", claim.Quote(src.Name), "host", src.Host, "result", o.Result, "reason", o.Reason, "target", o.Target)
+	return entryFor(src, o), nil
+}
+
+func (in *Ingester) one(ctx context.Context, src sourceRow) (Entry, error) {
+	known, err := in.led.handoffKnown(ctx, src.SHA256)
+	if err != nil {
+		return Entry{}, fmt.Errorf("ingest: %w", err)
+	}
+	if known {
+		return in.record(ctx, src, outcome{Result: ResultDuplicate}, 0)
+	}
+	data, err := in.spool.Get(src.SHA256)
+	if err != nil {
+		return Entry{}, fmt.Errorf("ingest: %s from %s: %w", claim.Quote(src.Name), src.Host, err)
+	}
+	h, err := Parse(data)
+	if err != nil {
+		var pe *ParseError
+		reason := ReasonParseError
+		if errors.As(err, &pe) {
+			reason = pe.Reason
+		}
+		return in.record(ctx, src, outcome{Result: ResultMalformed, Reason: reason}, 0)
+	}
+	if probs := h.Validate(); len(probs) > 0 {
+		return in.review(ctx, src, data, outcome{Reason: probs[0].Reason, Action: h.Action}, 0)
+	}
+	p, reason, err := in.plan(src, h)
+	if err != nil {
+		return Entry{}, err
+	}
+	if reason != "" {
+		o := outcome{Reason: reason, Action: h.Action}
+		if p != nil {
+			o.Target = p.Target
+		}
+		return in.review(ctx, src, data, o, 0)
+	}
+	if in.opts.DryRun {
+		return in.record(ctx, src, p.outcome(), 0)
+	}
+	if err := in.led.insertPlan(ctx, in.opts.RunID, p); err != nil {
+		return Entry{}, fmt.Errorf("ingest: record plan: %w", err)
+	}
+	failpoint.Inject("plan.recorded")
+	return in.apply(ctx, src, p)
+}
+
+func (p *plan) outcome() outcome {
+	r := ResultPromoted
+	if p.Kind == kindDocument {
+		r = ResultRouted
+	}
+	return outcome{Result: r, Action: p.Action, Target: p.Target, Before: p.Before, After: p.After}
+}
+
+const (
+	kindCard     = "card"
+	kindDocument = "document"
+)
+
+// plan decides the change a valid handoff makes. A non-empty reason routes
+// it to review instead.
+func (in *Ingester) plan(src sourceRow, h *Handoff) (*plan, string, error) {
+	p := &plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}
+	if h.Card != nil {
+		p.Kind, p.Target = kindCard, CardsDir+"/"+h.Card.Name
+		cur, exists, err := in.ws.read(p.Target)
+		if reason, err := unsafeReason(err); reason != "" || err != nil {
+			return p, reason, err
+		}
+		switch {
+		case h.Action == ActionCreateCard && exists:
+			return p, ReasonCardExists, nil
+		case h.Action == ActionUpdateCard && !exists:
+			return p, ReasonCardMissing, nil
+		case h.Action == ActionUpdateCard && hash(cur) != h.Card.ExpectedSHA256:
+			return p, ReasonHashConflict, nil
+		}
+		if exists {
+			p.Before = hash(cur)
+		}
+		p.Content = []byte(h.Card.Content)
+		p.After = hash(p.Content)
+		return p, "", nil
+	}
+	if h.Document == nil {
+		return nil, ReasonNoTarget, nil // Validate catches this; be safe
+	}
+	p.Kind, p.Target = kindDocument, h.Document.Target
+	p.Content = []byte(h.Document.Content)
+	cur, exists, err := in.ws.read(p.Target)
+	if reason, err := unsafeReason(err); reason != "" || err != nil {
+		return p, reason, err
+	}
+	if exists {
+		p.Before = hash(cur)
+	}
+	p.After = hash(AppendDocument(cur, h.Document.Content))
+	return p, "", nil
+}
+
+// apply carries a recorded plan to its end: backup, guarded write,
+// bookkeeping. It is also how an interrupted plan is finished, so every
+// step checks what is already on disk.
+func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, error) {
+	for {
+		cur, exists, err := in.ws.read(p.Target)
+		if reason, err := unsafeReason(err); err != nil {
+			return Entry{}, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
+		} else if reason != "" {
+			return in.reviewPlan(ctx, src, p, reason)
+		}
+		curHash := ""
+		if exists {
+			curHash = hash(cur)
+		}
+		switch {
+		case curHash == p.After:
+			// The write happened before a crash (or the target already
+			// holds exactly the new content): only bookkeeping is left.
+			return in.record(ctx, src, p.outcome(), p.ID)
+		case curHash == p.Before:
+			if err := in.backup(ctx, p, cur, exists); err != nil {
+				return Entry{}, err
+			}
+			next := p.Content
+			if p.Kind == kindDocument {
+				next = AppendDocument(cur, string(p.Content))
+			}
+			if hash(next) != p.After {
+				return Entry{}, fmt.Errorf("ingest: plan %d: computed content does not match its after-hash", p.ID)
+			}
+			if err := in.ws.write(p.Target, next); err != nil {
+				return Entry{}, fmt.Errorf("ingest: write %s: %w", p.Target, err)
+			}
+			failpoint.Inject("commit.written")
+			return in.record(ctx, src, p.outcome(), p.ID)
+		case p.Kind == kindDocument && p.Replans == 0:
+			// Someone appended to the document since the plan was made.
+			// Appending is safe to redo on the new content, once.
+			in.log.Info("document changed since planned; re-planning", "target", p.Target)
+			p.Before = curHash
+			p.After = hash(AppendDocument(cur, string(p.Content)))
+			p.Backup = ""
+			p.Replans++
+			if err := in.led.updatePlan(ctx, p); err != nil {
+				return Entry{}, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
+			}
+		default:
+			return in.reviewPlan(ctx, src, p, ReasonHashConflict)
+		}
+	}
+}
+
+// backup keeps the target's current content under .handoff/backups before
+// it is replaced. An absent target needs no backup.
+func (in *Ingester) backup(ctx context.Context, p *plan, cur []byte, exists bool) error {
+	if !exists || p.Backup != "" {
+		return nil
+	}
+	name := strconv.FormatInt(p.ID, 10) + "." + strings.ReplaceAll(p.Target, "/", "_")
+	if err := in.ws.write(BackupsDir+"/"+name, cur); err != nil {
+		return fmt.Errorf("ingest: backup %s: %w", p.Target, err)
+	}
+	p.Backup = name
+	if err := in.led.updatePlan(ctx, p); err != nil {
+		return fmt.Errorf("ingest: plan %d: %w", p.ID, err)
+	}
+	failpoint.Inject("backup.written")
+	return nil
+}
+
+func (in *Ingester) reviewPlan(ctx context.Context, src sourceRow, p *plan, reason string) (Entry, error) {
+	data, err := in.spool.Get(src.SHA256)
+	if err != nil {
+		return Entry{}, fmt.Errorf("ingest: %w", err)
+	}
+	return in.review(ctx, src, data, outcome{Reason: reason, Action: p.Action}, p.ID)
+}
+
+// review writes the handoff's bytes as a draft for a human and records the
+// result. The draft name holds the hash, so rewriting it is idempotent.
+func (in *Ingester) review(ctx context.Context, src sourceRow, data []byte, o outcome, planID int64) (Entry, error) {
+	o.Result = ResultReview
+	o.Target = ReviewDir + "/" + claim.ArchiveName(src.Name, src.SHA256)
+	if _, _, err := in.ws.read(o.Target); err != nil {
+		return Entry{}, fmt.Errorf("ingest: review draft %s: %w", o.Target, err)
+	}
+	if err := in.ws.write(o.Target, data); err != nil {
+		return Entry{}, fmt.Errorf("ingest: review draft %s: %w", o.Target, err)
+	}
+	failpoint.Inject("review.written")
+	return in.record(ctx, src, o, planID)
+}
+
+func unsafeReason(err error) (string, error) {
+	var u *errUnsafe
+	if errors.As(err, &u) {
+		return u.Reason, nil
+	}
+	return "", err
+}
+
+func hash(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}

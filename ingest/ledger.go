@@ -1,0 +1,374 @@
+package ingest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/handoff-sync/handoff/claim"
+)
+
+// Ledger is the ingester's SQLite database: every stored source, every
+// distinct handoff and what became of it, every plan, every run. It runs in
+// WAL mode with synchronous=FULL, so a committed transaction survives power
+// loss. Several processes may write (pull workers record sources); writes
+// take the lock up front and wait up to busyTimeout for each other.
+type Ledger struct {
+	db *sql.DB
+}
+
+var _ claim.Recorder = (*Ledger)(nil)
+
+const busyTimeout = 30 * time.Second
+
+// migrations are applied in order; PRAGMA user_version counts the applied
+// ones. Never edit a released migration: append a new one.
+var migrations = []string{
+	`CREATE TABLE sources (
+		id          INTEGER PRIMARY KEY,
+		sha256      TEXT NOT NULL,
+		size        INTEGER NOT NULL,
+		host        TEXT NOT NULL,
+		inbox       TEXT NOT NULL,
+		name        TEXT NOT NULL,
+		archived_as TEXT NOT NULL DEFAULT '',
+		acked       INTEGER NOT NULL DEFAULT 0,
+		stored_at   TEXT NOT NULL,
+		stored_run  TEXT NOT NULL,
+		result      TEXT NOT NULL DEFAULT '',
+		reason      TEXT NOT NULL DEFAULT '',
+		ingest_run  TEXT NOT NULL DEFAULT '',
+		ingested_at TEXT NOT NULL DEFAULT '',
+		UNIQUE (host, inbox, name, sha256)
+	);
+	CREATE INDEX sources_pending ON sources (result, id);
+	CREATE INDEX sources_sha ON sources (sha256);
+	CREATE INDEX sources_name ON sources (name);
+	CREATE TABLE handoffs (
+		sha256        TEXT PRIMARY KEY,
+		source_id     INTEGER NOT NULL REFERENCES sources (id),
+		result        TEXT NOT NULL,
+		reason        TEXT NOT NULL DEFAULT '',
+		action        TEXT NOT NULL DEFAULT '',
+		target        TEXT NOT NULL DEFAULT '',
+		before_sha256 TEXT NOT NULL DEFAULT '',
+		after_sha256  TEXT NOT NULL DEFAULT '',
+		run_id        TEXT NOT NULL,
+		ingested_at   TEXT NOT NULL
+	);
+	CREATE TABLE plans (
+		id            INTEGER PRIMARY KEY,
+		sha256        TEXT NOT NULL UNIQUE,
+		source_id     INTEGER NOT NULL REFERENCES sources (id),
+		kind          TEXT NOT NULL,
+		action        TEXT NOT NULL,
+		target        TEXT NOT NULL,
+		before_sha256 TEXT NOT NULL,
+		after_sha256  TEXT NOT NULL,
+		content       BLOB NOT NULL,
+		backup        TEXT NOT NULL DEFAULT '',
+		replans       INTEGER NOT NULL DEFAULT 0,
+		state         TEXT NOT NULL,
+		run_id        TEXT NOT NULL,
+		created_at    TEXT NOT NULL
+	);
+	CREATE TABLE runs (
+		run_id      TEXT PRIMARY KEY,
+		started_at  TEXT NOT NULL,
+		finished_at TEXT NOT NULL DEFAULT '',
+		mode        TEXT NOT NULL,
+		outcome     TEXT NOT NULL DEFAULT '',
+		status      TEXT NOT NULL DEFAULT '',
+		receipt     TEXT NOT NULL DEFAULT ''
+	);
+	CREATE TABLE rejects (
+		id          INTEGER PRIMARY KEY,
+		run_id      TEXT NOT NULL,
+		host        TEXT NOT NULL,
+		inbox       TEXT NOT NULL,
+		name        TEXT NOT NULL,
+		size        INTEGER NOT NULL,
+		reason      TEXT NOT NULL,
+		archived_as TEXT NOT NULL DEFAULT '',
+		at          TEXT NOT NULL
+	);`,
+}
+
+// Plan states.
+const (
+	planPlanned   = "planned"
+	planDone      = "done"
+	planAbandoned = "abandoned"
+)
+
+// OpenLedger opens (creating and migrating if needed) the ledger at path.
+func OpenLedger(path string) (*Ledger, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
+	}
+	l := &Ledger{db: db}
+	if err := l.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("ledger: %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Close closes the database.
+func (l *Ledger) Close() error { return l.db.Close() }
+
+func (l *Ledger) migrate() error {
+	tx, err := l.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this handoff (%d); upgrade handoff", version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.Exec(migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and returns nil when it says ok.
+func (l *Ledger) IntegrityCheck(ctx context.Context) error {
+	var res string
+	if err := l.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res); err != nil {
+		return err
+	}
+	if res != "ok" {
+		return fmt.Errorf("ledger: integrity check: %s", res)
+	}
+	return nil
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// RecordSources records stored sources in one transaction.
+func (l *Ledger) RecordSources(ctx context.Context, runID string, srcs []claim.Source) (int, error) {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO sources
+		(sha256, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return 0, err
+	}
+	defer stmt.Close()
+	added := 0
+	at := now()
+	for _, s := range srcs {
+		res, err := stmt.ExecContext(ctx, s.SHA256, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
+		if err != nil {
+			return 0, err
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			added++
+		}
+	}
+	return added, tx.Commit()
+}
+
+// MarkArchived records that sources were renamed on their hosts.
+func (l *Ledger) MarkArchived(ctx context.Context, srcs []claim.Source) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, s := range srcs {
+		if _, err := tx.ExecContext(ctx, `UPDATE sources SET acked = 1, archived_as = ?
+			WHERE host = ? AND inbox = ? AND name = ? AND sha256 = ?`, s.ArchivedAs, s.Host, s.Inbox, s.Name, s.SHA256); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// sourceRow is one stored source as the ingester sees it.
+type sourceRow struct {
+	ID         int64
+	SHA256     string
+	Size       int64
+	Host       string
+	Inbox      string
+	Name       string
+	ArchivedAs string
+}
+
+func (l *Ledger) pendingSources(ctx context.Context) ([]sourceRow, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as
+		FROM sources WHERE result = '' ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []sourceRow
+	for rows.Next() {
+		var s sourceRow
+		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func (l *Ledger) source(ctx context.Context, id int64) (sourceRow, error) {
+	var s sourceRow
+	err := l.db.QueryRowContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as FROM sources WHERE id = ?`, id).
+		Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs)
+	return s, err
+}
+
+// handoffKnown reports whether content with this hash already has a result.
+func (l *Ledger) handoffKnown(ctx context.Context, sha string) (bool, error) {
+	var one int
+	err := l.db.QueryRowContext(ctx, `SELECT 1 FROM handoffs WHERE sha256 = ?`, sha).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// outcome is what the ingester decided for one source.
+type outcome struct {
+	Result, Reason, Action, Target, Before, After string
+}
+
+// finish records a source's result and, unless it is a duplicate, the
+// handoff's, in one transaction. planID, when not zero, is marked done or
+// abandoned in the same transaction.
+func (l *Ledger) finish(ctx context.Context, runID string, src sourceRow, o outcome, planID int64) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	at := now()
+	if _, err := tx.ExecContext(ctx, `UPDATE sources SET result = ?, reason = ?, ingest_run = ?, ingested_at = ? WHERE id = ?`,
+		o.Result, o.Reason, runID, at, src.ID); err != nil {
+		return err
+	}
+	if o.Result != ResultDuplicate {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO handoffs
+			(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			src.SHA256, src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at); err != nil {
+			return err
+		}
+	}
+	if planID != 0 {
+		state := planDone
+		if o.Result == ResultReview {
+			state = planAbandoned
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE plans SET state = ? WHERE id = ?`, state, planID); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// plan is a change the ingester has decided to make to one target.
+type plan struct {
+	ID       int64
+	SHA256   string
+	SourceID int64
+	Kind     string // card | document
+	Action   string
+	Target   string // slash path relative to the workspace
+	Before   string // SHA-256 of the target before, "" if absent
+	After    string // SHA-256 of the target after
+	Content  []byte // card: the whole file; document: the text appended
+	Backup   string
+	Replans  int
+}
+
+func (l *Ledger) insertPlan(ctx context.Context, runID string, p *plan) error {
+	res, err := l.db.ExecContext(ctx, `INSERT INTO plans
+		(sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, now())
+	if err != nil {
+		return err
+	}
+	p.ID, err = res.LastInsertId()
+	return err
+}
+
+func (l *Ledger) updatePlan(ctx context.Context, p *plan) error {
+	_, err := l.db.ExecContext(ctx, `UPDATE plans SET before_sha256 = ?, after_sha256 = ?, backup = ?, replans = ? WHERE id = ?`,
+		p.Before, p.After, p.Backup, p.Replans, p.ID)
+	return err
+}
+
+func (l *Ledger) interruptedPlans(ctx context.Context) ([]*plan, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, backup, replans
+		FROM plans WHERE state = ? ORDER BY id`, planPlanned)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*plan
+	for rows.Next() {
+		p := &plan{}
+		if err := rows.Scan(&p.ID, &p.SHA256, &p.SourceID, &p.Kind, &p.Action, &p.Target, &p.Before, &p.After, &p.Content, &p.Backup, &p.Replans); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// InterruptedPlans counts plans a crashed run left unfinished.
+func (l *Ledger) InterruptedPlans(ctx context.Context) (int, error) {
+	var n int
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM plans WHERE state = ?`, planPlanned).Scan(&n)
+	return n, err
+}
+
+// RecordReject remembers a rejected file so that `handoff where` finds it.
+func (l *Ledger) RecordReject(ctx context.Context, runID string, it claim.Item, host string) error {
+	_, err := l.db.ExecContext(ctx, `INSERT INTO rejects (run_id, host, inbox, name, size, reason, archived_as, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, runID, host, it.Inbox, it.Name, it.Size, it.Reason, it.ArchivedAs, now())
+	return err
+}
+
+// StartRun and FinishRun keep the runs table.
+func (l *Ledger) StartRun(ctx context.Context, runID, mode string) error {
+	_, err := l.db.ExecContext(ctx, `INSERT INTO runs (run_id, started_at, mode) VALUES (?, ?, ?)`, runID, now(), mode)
+	return err
+}
+
+// FinishRun records a run's outcome and receipt path.
+func (l *Ledger) FinishRun(ctx context.Context, runID, outcome, status, receipt string) error {
+	_, err := l.db.ExecContext(ctx, `UPDATE runs SET finished_at = ?, outcome = ?, status = ?, receipt = ? WHERE run_id = ?`,
+		now(), outcome, status, receipt, runID)
+	return err
+}

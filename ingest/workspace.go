@@ -1,0 +1,193 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/handoff-sync/handoff/internal/durable"
+)
+
+// Workspace paths the ingester writes.
+const (
+	CardsDir    = "memory/cards"
+	ReviewDir   = "memory/handoff-inbox"
+	StateDir    = ".handoff"
+	SpoolDir    = ".handoff/spool"
+	BackupsDir  = ".handoff/backups"
+	ReceiptsDir = ".handoff/receipts"
+	LedgerFile  = ".handoff/ledger.db"
+	LockFile    = ".handoff/lock"
+)
+
+// errUnsafe is returned for a target that cannot be written safely; its
+// Reason is the review code.
+type errUnsafe struct {
+	Reason string
+	Msg    string
+}
+
+func (e *errUnsafe) Error() string { return e.Msg }
+
+// workspace confines every read and write to one directory tree. Each
+// operation first checks, component by component, that no part of the path
+// is a symlink; the os.Root underneath guarantees that even a symlink swapped
+// in after the check cannot lead outside the tree.
+type workspace struct {
+	dir    string
+	root    *os.Root
+	dryRun  bool
+	cleanup func()
+}
+
+func openWorkspace(dir string, dryRun bool) (*workspace, error) {
+	w := &workspace{dir: dir, dryRun: dryRun}
+	if dryRun {
+		// A dry run must not create the workspace; a missing one reads as
+		// an empty one.
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			empty, err := os.MkdirTemp("", "handoff-dry-run-ws-")
+			if err != nil {
+				return nil, err
+			}
+			w.cleanup = func() { os.Remove(empty) }
+			dir = empty
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		if w.cleanup != nil {
+			w.cleanup()
+		}
+		return nil, err
+	}
+	w.root = root
+	return w, nil
+}
+
+func (w *workspace) Close() error {
+	err := w.root.Close()
+	if w.cleanup != nil {
+		w.cleanup()
+	}
+	return err
+}
+
+// read returns a target's content. exists is false when it is absent. It
+// fails with *errUnsafe when a component is a symlink or not a directory, or
+// the target is not a regular file.
+func (w *workspace) read(target string) (data []byte, exists bool, err error) {
+	if err := checkRel(target); err != nil {
+		return nil, false, err
+	}
+	parts := strings.Split(target, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		fi, err := w.root.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", dir)}
+		}
+		if !fi.IsDir() {
+			return nil, false, &errUnsafe{ReasonUnsafeTarget, fmt.Sprintf("%s is not a directory", dir)}
+		}
+	}
+	fi, err := w.root.Lstat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", target)}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, false, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
+	}
+	f, err := w.root.OpenFile(target, os.O_RDONLY|nofollowNonblock, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, false, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
+	}
+	data, err = readAllLimited(f, maxTargetSize)
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", target, err)
+	}
+	return data, true, nil
+}
+
+// write replaces target durably, creating missing parent directories. The
+// caller has just checked the path with read.
+func (w *workspace) write(target string, data []byte) error {
+	if w.dryRun {
+		return nil
+	}
+	if err := w.mkdirs(path.Dir(target)); err != nil {
+		return err
+	}
+	return durable.WriteFile(w.root, target, data, 0o644)
+}
+
+// mkdirs creates dir and its parents, refusing symlinked components.
+func (w *workspace) mkdirs(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	parts := strings.Split(dir, "/")
+	for i := 1; i <= len(parts); i++ {
+		d := strings.Join(parts[:i], "/")
+		fi, err := w.root.Lstat(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := w.root.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is not a real directory", d)}
+		}
+	}
+	return nil
+}
+
+// removeTemps deletes temporary files left by a crashed run in every
+// directory the ingester writes.
+func (w *workspace) removeTemps() error {
+	if w.dryRun {
+		return nil
+	}
+	dirs := []string{".", CardsDir, ReviewDir, "rules", ".learnings", BackupsDir, ReceiptsDir}
+	for _, d := range dirs {
+		if fi, err := w.root.Lstat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		if _, err := durable.RemoveTemps(w.root, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkRel(p string) error {
+	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == "." || strings.HasPrefix(p, "../") || p == ".." || strings.ContainsRune(p, 0) {
+		return &errUnsafe{ReasonUnsafeTarget, fmt.Sprintf("%q is not a clean path inside the workspace", p)}
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+// Package durable writes files so that after a crash or power loss a reader
+// sees either the old content or the new content, never a torn mix, and once
+// WriteFile returns the new content survives power loss.
+//
+// Every persistent write in handoff goes through this package: the spool,
+// workspace targets, backups, review drafts and receipts. All writes happen
+// through an *os.Root, so a name can never resolve outside its root.
+//
+// The protocol is the classic one: create a temporary file with O_EXCL in the
+// target's directory, write, check the length, fsync, close, rename over the
+// target, then fsync the directory. On any error the temporary file is
+// removed. A crash may leave a temporary file behind; RemoveTemps deletes
+// them and is called by the single ingester while it holds the lock.
+package durable
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// TempPrefix starts the name of every temporary file this package creates.
+const TempPrefix = ".handoff-tmp."
+
+// WriteFile atomically replaces name (relative to root) with data and makes
+// the result durable, directory entry included.
+func WriteFile(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+	if err := WriteFileNoDirSync(root, name, data, perm); err != nil {
+		return err
+	}
+	return SyncDir(root, path.Dir(name))
+}
+
+// WriteFileNoDirSync is WriteFile without the final directory fsync. Callers
+// that write a batch into one directory use it and call SyncDir once: the
+// batch is durable only after that SyncDir returns.
+func WriteFileNoDirSync(root *os.Root, name string, data []byte, perm fs.FileMode) (err error) {
+	tmp, err := tempName(name)
+	if err != nil {
+		return err
+	}
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("durable: create temp for %s: %w", name, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	n, err := f.Write(data)
+	if err != nil {
+		return fmt.Errorf("durable: write %s: %w", name, err)
+	}
+	if n != len(data) {
+		return fmt.Errorf("durable: write %s: short write (%d of %d bytes)", name, n, len(data))
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("durable: fsync %s: %w", name, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("durable: close %s: %w", name, err)
+	}
+	if err = root.Rename(tmp, name); err != nil {
+		return fmt.Errorf("durable: rename into %s: %w", name, err)
+	}
+	return nil
+}
+
+// SyncDir fsyncs a directory (relative to root) so that entries created or
+// renamed in it survive power loss.
+func SyncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return fmt.Errorf("durable: open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("durable: fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// RemoveTemps deletes temporary files a crashed writer left in dir (relative
+// to root). A missing directory is not an error.
+func RemoveTemps(root *os.Root, dir string) (int, error) {
+	d, err := root.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	for _, n := range names {
+		if !strings.HasPrefix(n, TempPrefix) {
+			continue
+		}
+		if err := root.Remove(path.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return removed, err
+		}
+		removed++
+	}
+	return removed, nil
+}
+
+// IsTemp reports whether a base name is one of this package's temporaries.
+func IsTemp(name string) bool { return strings.HasPrefix(name, TempPrefix) }
+
+func tempName(name string) (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	base := path.Base(name)
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	return path.Join(path.Dir(name), TempPrefix+hex.EncodeToString(b[:])+"."+base), nil
+}

@@ -1,0 +1,84 @@
+// Package failpoint kills the process at named steps so that tests can prove
+// crash recovery. It is inert unless the HANDOFF_FAILPOINT environment
+// variable names a point; production runs never set it.
+//
+// HANDOFF_FAILPOINT=name kills the process with SIGKILL the first time the
+// named point is reached; name@N kills it on the N-th time. SIGKILL cannot be
+// caught, so no deferred cleanup runs: exactly what a power cut or an OOM
+// kill looks like to the file system and the ledger.
+package failpoint
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Env is the environment variable that arms a failpoint.
+const Env = "HANDOFF_FAILPOINT"
+
+// Names lists every failpoint, in pipeline order.
+var Names = []string{
+	"store.spooled",    // spool file renamed into place, directory not yet synced
+	"store.synced",     // spool directory synced, source not yet in the ledger
+	"store.recorded",   // source recorded in the ledger, remote not yet archived
+	"ack.renamed",      // one source archived on its host
+	"plan.recorded",    // plan row committed, no backup yet
+	"backup.written",   // backup of the target written
+	"commit.written",   // target written, bookkeeping not done
+	"bookkeeping.done", // handoff's result recorded
+	"review.written",   // review draft written, result not yet recorded
+	"receipt.written",  // receipt file written, latest.json not yet replaced
+}
+
+var (
+	once   sync.Once
+	armed  string
+	target int
+	mu     sync.Mutex
+	hits   = map[string]int{}
+	known  = map[string]bool{}
+)
+
+func load() {
+	for _, n := range Names {
+		known[n] = true
+	}
+	v := os.Getenv(Env)
+	if v == "" {
+		return
+	}
+	name, count, found := strings.Cut(v, "@")
+	target = 1
+	if found {
+		n, err := strconv.Atoi(count)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "handoff: ignoring %s=%q: count must be a positive integer\n", Env, v)
+			return
+		}
+		target = n
+	}
+	armed = name
+}
+
+// Inject marks a point in the code. It does nothing unless armed for name.
+func Inject(name string) {
+	once.Do(load)
+	if !known[name] {
+		panic("failpoint: unknown name " + name)
+	}
+	if armed != name {
+		return
+	}
+	mu.Lock()
+	hits[name]++
+	n := hits[name]
+	mu.Unlock()
+	if n == target {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL is delivered asynchronously; never continue
+	}
+}

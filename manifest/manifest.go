@@ -1,0 +1,316 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Built-in defaults, used wherever neither the host nor the manifest's
+// defaults block says otherwise.
+const (
+	DefaultWorkspace   = "~/.openclaw/workspace"
+	DefaultMaxDepth    = 3
+	DefaultMaxFileSize = 1 * MiB
+	DefaultSettle      = 10 * time.Second
+	DefaultTimeout     = 5 * time.Minute
+)
+
+// DefaultHarnesses returns the harness directories searched by default:
+// .claude, .codex, .grok and .hermes.
+func DefaultHarnesses() []string {
+	return []string{".claude", ".codex", ".grok", ".hermes"}
+}
+
+// Transports a host may use.
+const (
+	TransportLocal = "local"
+	TransportSSH   = "ssh"
+)
+
+// Manifest is a parsed writers manifest.
+type Manifest struct {
+	Version int `json:"version"`
+	// Workspace is the durable-memory workspace, expanded against the
+	// local home directory.
+	Workspace string   `json:"workspace,omitempty"`
+	Defaults  Defaults `json:"defaults,omitzero"`
+	Notify    Notify   `json:"notify,omitzero"`
+	Hosts     []Host   `json:"hosts"`
+
+	// WorkspaceRaw is the workspace as written (or the default), before
+	// "~" expansion.
+	WorkspaceRaw string `json:"-"`
+	// Path is the file the manifest was read from.
+	Path string `json:"-"`
+	// SHA256 is the hex SHA-256 of the file's bytes.
+	SHA256 string `json:"-"`
+}
+
+// Defaults holds the settings every host inherits unless it overrides
+// them. After [Load] or [Parse], every field is set.
+type Defaults struct {
+	// Harnesses are the directories (such as .claude) that discovery looks
+	// for memory-handoffs inboxes in.
+	Harnesses []string `json:"harnesses,omitempty"`
+	// MaxDepth is how many directory levels below a discovery root are
+	// searched for repositories (the root itself is level 0).
+	MaxDepth *int `json:"max_depth,omitempty"`
+	// MaxFileSize is the largest handoff that is read; bigger files are
+	// rejected.
+	MaxFileSize *Size `json:"max_file_size,omitempty"`
+	// Settle is how old a file must be before it is claimed.
+	Settle *Duration `json:"settle,omitempty"`
+	// Timeout bounds one host's whole pull.
+	Timeout *Duration `json:"timeout,omitempty"`
+}
+
+// Notify configures the heartbeat.
+type Notify struct {
+	// PingURL is a healthchecks.io-style ping URL.
+	PingURL string `json:"ping_url,omitempty"`
+}
+
+// Host is one writer host as written in the manifest. Nil settings are
+// inherited from [Manifest.Defaults]; see [Manifest.Effective].
+type Host struct {
+	Name string `json:"name"`
+	// Transport is [TransportLocal] or [TransportSSH].
+	Transport string `json:"transport"`
+	// Inboxes are memory-handoffs directories to read, in path.Clean form,
+	// possibly starting with "~".
+	Inboxes []string `json:"inboxes,omitempty"`
+	// Discover lists directories to search for repositories holding
+	// <harness>/memory-handoffs inboxes.
+	Discover []Discover `json:"discover,omitempty"`
+
+	Harnesses   []string  `json:"harnesses,omitempty"`
+	MaxDepth    *int      `json:"max_depth,omitempty"`
+	MaxFileSize *Size     `json:"max_file_size,omitempty"`
+	Settle      *Duration `json:"settle,omitempty"`
+	Timeout     *Duration `json:"timeout,omitempty"`
+
+	// SSH is set for, and only for, ssh hosts.
+	SSH *SSH `json:"ssh,omitempty"`
+}
+
+// Discover is a discovery root.
+type Discover struct {
+	// Root is the directory to search, in path.Clean form, possibly
+	// starting with "~".
+	Root string `json:"root"`
+	// MaxDepth overrides the host's max_depth for this root.
+	MaxDepth *int `json:"max_depth,omitempty"`
+}
+
+// SSH says how to reach an ssh host. Empty fields are left to ssh_config
+// and then to OpenSSH's defaults.
+type SSH struct {
+	// Host is a host name, an address or an alias from ~/.ssh/config.
+	Host string `json:"host"`
+	User string `json:"user,omitempty"`
+	// Port is 0 when unset, meaning ssh_config's Port or 22.
+	Port int `json:"port,omitempty"`
+	// IdentityFile and KnownHosts are local paths, expanded against the
+	// local home directory.
+	IdentityFile        string    `json:"identity_file,omitempty"`
+	KnownHosts          string    `json:"known_hosts,omitempty"`
+	ProxyJump           string    `json:"proxy_jump,omitempty"`
+	ConnectTimeout      *Duration `json:"connect_timeout,omitempty"`
+	ServerAliveInterval *Duration `json:"server_alive_interval,omitempty"`
+	IdentitiesOnly      *bool     `json:"identities_only,omitempty"`
+}
+
+// HostConfig is a host with every setting resolved: the host's own value,
+// else the manifest's default, else the built-in default.
+type HostConfig struct {
+	Name      string
+	Transport string
+	// Inboxes and the discovery roots keep their "~"; expand them with
+	// [ExpandHome] and the transport's home directory.
+	Inboxes     []string
+	Discover    []DiscoverRoot
+	Harnesses   []string
+	MaxDepth    int
+	MaxFileSize int64
+	Settle      time.Duration
+	Timeout     time.Duration
+	// SSH is a copy of the host's ssh block, nil for a local host.
+	SSH *SSH
+}
+
+// DiscoverRoot is a discovery root with its depth resolved.
+type DiscoverRoot struct {
+	Root     string
+	MaxDepth int
+}
+
+// DefaultPath returns where the manifest lives by default:
+// $XDG_CONFIG_HOME/handoff/writers.yaml, or ~/.config/handoff/writers.yaml
+// when XDG_CONFIG_HOME is unset or not absolute. If the home directory is
+// unknown, the result starts with a literal "~".
+func DefaultPath() string {
+	if dir := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
+		return filepath.Join(dir, "handoff", "writers.yaml")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "~"
+	}
+	return filepath.Join(home, ".config", "handoff", "writers.yaml")
+}
+
+// Load reads, parses and validates the manifest at path; see [Parse].
+// A file that cannot be read gives an error wrapping the [os.ReadFile]
+// error, so errors.Is(err, fs.ErrNotExist) works.
+func Load(path string) (*Manifest, error) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Parse parses and validates a manifest read from path, which is used in
+// error messages and recorded in [Manifest.Path] as given. It applies the
+// defaults and expands the local paths against the home directory from
+// [os.UserHomeDir]. Every problem is a [*FieldError]; see the package
+// documentation for the rules.
+func Parse(data []byte, path string) (*Manifest, error) {
+	m, err := decode(data, path)
+	if err != nil {
+		return nil, err
+	}
+	home, homeErr := os.UserHomeDir()
+	v := &validator{file: path, home: home, homeErr: homeErr}
+	v.manifest(m)
+	if len(v.errs) > 0 {
+		return nil, errors.Join(v.errs...)
+	}
+	m.applyDefaults()
+	sum := sha256.Sum256(data)
+	m.Path, m.SHA256 = path, hex.EncodeToString(sum[:])
+	return m, nil
+}
+
+// applyDefaults fills the unset fields of m.Defaults with the built-in
+// values.
+func (m *Manifest) applyDefaults() {
+	d := &m.Defaults
+	if d.Harnesses == nil {
+		d.Harnesses = DefaultHarnesses()
+	}
+	if d.MaxDepth == nil {
+		d.MaxDepth = ptr(DefaultMaxDepth)
+	}
+	if d.MaxFileSize == nil {
+		d.MaxFileSize = ptr(DefaultMaxFileSize)
+	}
+	if d.Settle == nil {
+		d.Settle = &Duration{DefaultSettle}
+	}
+	if d.Timeout == nil {
+		d.Timeout = &Duration{DefaultTimeout}
+	}
+}
+
+// Effective resolves h's settings against m's defaults and the built-in
+// defaults. A discovery root without its own max_depth gets the host's.
+func (m *Manifest) Effective(h Host) HostConfig {
+	d := m.Defaults
+	c := HostConfig{
+		Name:        h.Name,
+		Transport:   h.Transport,
+		Inboxes:     slices.Clone(h.Inboxes),
+		Harnesses:   slices.Clone(first(DefaultHarnesses(), h.Harnesses, d.Harnesses)),
+		MaxDepth:    deref(DefaultMaxDepth, h.MaxDepth, d.MaxDepth),
+		MaxFileSize: int64(deref(DefaultMaxFileSize, h.MaxFileSize, d.MaxFileSize)),
+		Settle:      deref(Duration{DefaultSettle}, h.Settle, d.Settle).Duration,
+		Timeout:     deref(Duration{DefaultTimeout}, h.Timeout, d.Timeout).Duration,
+	}
+	for _, r := range h.Discover {
+		c.Discover = append(c.Discover, DiscoverRoot{Root: r.Root, MaxDepth: deref(c.MaxDepth, r.MaxDepth)})
+	}
+	if h.SSH != nil {
+		s := *h.SSH
+		c.SSH = &s
+	}
+	return c
+}
+
+// HostConfigs returns every host, resolved, in manifest order.
+func (m *Manifest) HostConfigs() []HostConfig {
+	cs := make([]HostConfig, len(m.Hosts))
+	for i, h := range m.Hosts {
+		cs[i] = m.Effective(h)
+	}
+	return cs
+}
+
+// Host returns the named host, resolved, and whether it exists.
+func (m *Manifest) Host(name string) (HostConfig, bool) {
+	for _, h := range m.Hosts {
+		if h.Name == name {
+			return m.Effective(h), true
+		}
+	}
+	return HostConfig{}, false
+}
+
+// HostNames returns the host names in manifest order.
+func (m *Manifest) HostNames() []string {
+	names := make([]string, len(m.Hosts))
+	for i, h := range m.Hosts {
+		names[i] = h.Name
+	}
+	return names
+}
+
+// ExpandHome replaces a leading "~" in p with home: "~" becomes home and
+// "~/x" becomes path.Join(home, "x"). Other paths, including "~user/x",
+// and every path when home is "", are returned unchanged. Paths use
+// forward slashes, as on the remote hosts.
+func ExpandHome(p, home string) string {
+	if home == "" {
+		return p
+	}
+	if p == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return path.Join(home, rest)
+	}
+	return p
+}
+
+// deref returns the value of the first non-nil pointer in ps, else def.
+func deref[T any](def T, ps ...*T) T {
+	for _, p := range ps {
+		if p != nil {
+			return *p
+		}
+	}
+	return def
+}
+
+// first returns the first non-nil slice in ss, else def.
+func first[T any](def []T, ss ...[]T) []T {
+	for _, s := range ss {
+		if s != nil {
+			return s
+		}
+	}
+	return def
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,235 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+const testHome = "/home/tester"
+
+// load loads testdata/name with $HOME set to testHome.
+func load(t *testing.T, name string) (*Manifest, error) {
+	t.Helper()
+	t.Setenv("HOME", testHome)
+	return Load(filepath.Join("testdata", name))
+}
+
+func mustLoad(t *testing.T, name string) *Manifest {
+	t.Helper()
+	m, err := load(t, name)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", name, err)
+	}
+	return m
+}
+
+func TestLoadExample(t *testing.T) {
+	m := mustLoad(t, "example.yaml")
+
+	data, err := os.ReadFile("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if m.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("SHA256 = %s; want the hash of the file", m.SHA256)
+	}
+	if !filepath.IsAbs(m.Path) || filepath.Base(m.Path) != "example.yaml" {
+		t.Errorf("Path = %q; want an absolute path to example.yaml", m.Path)
+	}
+	if m.Version != 1 || m.WorkspaceRaw != "~/.openclaw/workspace" || m.Workspace != testHome+"/.openclaw/workspace" {
+		t.Errorf("version, workspace = %d, %q (raw %q)", m.Version, m.Workspace, m.WorkspaceRaw)
+	}
+	if m.Notify.PingURL != "https://hc-ping.com/<uuid>" {
+		t.Errorf("PingURL = %q", m.Notify.PingURL)
+	}
+	if got := m.HostNames(); !slices.Equal(got, []string{"canonical", "laptop"}) {
+		t.Errorf("HostNames() = %q", got)
+	}
+
+	want := []HostConfig{{
+		Name:        "canonical",
+		Transport:   "local",
+		Inboxes:     []string{"~/.openclaw/workspace/.claude/memory-handoffs"},
+		Discover:    []DiscoverRoot{{Root: "~/repos", MaxDepth: 2}},
+		Harnesses:   []string{".claude", ".codex", ".grok", ".hermes"},
+		MaxDepth:    3,
+		MaxFileSize: 1 << 20,
+		Settle:      10 * time.Second,
+		Timeout:     5 * time.Minute,
+	}, {
+		Name:        "laptop",
+		Transport:   "ssh",
+		Discover:    []DiscoverRoot{{Root: "~/code", MaxDepth: 3}},
+		Harnesses:   []string{".claude", ".codex", ".grok", ".hermes"},
+		MaxDepth:    3,
+		MaxFileSize: 1 << 20,
+		Settle:      10 * time.Second,
+		Timeout:     2 * time.Minute,
+		SSH: &SSH{
+			Host:         "laptop",
+			User:         "me",
+			Port:         22,
+			IdentityFile: testHome + "/.ssh/handoff_ed25519",
+			KnownHosts:   testHome + "/.ssh/known_hosts",
+		},
+	}}
+	if got := m.HostConfigs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("HostConfigs() =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestDefaultsApplied(t *testing.T) {
+	m := mustLoad(t, "minimal.yaml")
+
+	if m.WorkspaceRaw != DefaultWorkspace || m.Workspace != testHome+"/.openclaw/workspace" {
+		t.Errorf("workspace = %q (raw %q); want the default, expanded", m.Workspace, m.WorkspaceRaw)
+	}
+	d := m.Defaults
+	if !slices.Equal(d.Harnesses, DefaultHarnesses()) || d.MaxDepth == nil || *d.MaxDepth != 3 ||
+		d.MaxFileSize == nil || *d.MaxFileSize != MiB || d.Settle == nil || d.Settle.Duration != 10*time.Second ||
+		d.Timeout == nil || d.Timeout.Duration != 5*time.Minute {
+		t.Errorf("Defaults = %+v; want every built-in default", d)
+	}
+	h := m.Hosts[0]
+	if h.Harnesses != nil || h.MaxDepth != nil || h.MaxFileSize != nil || h.Settle != nil || h.Timeout != nil || h.Discover[0].MaxDepth != nil {
+		t.Errorf("host %+v: overrides were filled in; they must stay as written", h)
+	}
+	want := HostConfig{
+		Name:        "here",
+		Transport:   "local",
+		Discover:    []DiscoverRoot{{Root: "/srv/repos", MaxDepth: 3}},
+		Harnesses:   []string{".claude", ".codex", ".grok", ".hermes"},
+		MaxDepth:    3,
+		MaxFileSize: 1 << 20,
+		Settle:      10 * time.Second,
+		Timeout:     5 * time.Minute,
+	}
+	if got, ok := m.Host("here"); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("Host(here) = %+v, %v; want %+v", got, ok, want)
+	}
+}
+
+func TestPerHostOverride(t *testing.T) {
+	m := mustLoad(t, "overrides.yaml")
+
+	if m.Workspace != "/var/lib/handoff/workspace" || m.WorkspaceRaw != m.Workspace {
+		t.Errorf("workspace = %q (raw %q)", m.Workspace, m.WorkspaceRaw)
+	}
+	want := []HostConfig{{
+		Name:        "inherits",
+		Transport:   "local",
+		Inboxes:     []string{"/home/me/notes/.claude/memory-handoffs"},
+		Discover:    []DiscoverRoot{{Root: "~/src", MaxDepth: 4}, {Root: "~/work", MaxDepth: 1}},
+		Harnesses:   []string{".claude"},
+		MaxDepth:    4,
+		MaxFileSize: 256 << 10,
+		Settle:      30 * time.Second,
+		Timeout:     10 * time.Minute,
+	}, {
+		Name:        "overrides",
+		Transport:   "ssh",
+		Discover:    []DiscoverRoot{{Root: "/srv/git/repos", MaxDepth: 0}},
+		Harnesses:   []string{".codex", ".grok"},
+		MaxDepth:    0,
+		MaxFileSize: 2000000,
+		Settle:      0,
+		Timeout:     90 * time.Minute,
+		SSH: &SSH{
+			Host:                "build-box.example.net",
+			Port:                2222,
+			ProxyJump:           "bastion",
+			ConnectTimeout:      &Duration{15 * time.Second},
+			ServerAliveInterval: &Duration{30 * time.Second},
+			IdentitiesOnly:      ptr(true),
+		},
+	}}
+	if got := m.HostConfigs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("HostConfigs() =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestHostLookup(t *testing.T) {
+	m := mustLoad(t, "example.yaml")
+	if c, ok := m.Host("laptop"); !ok || c.Name != "laptop" || c.Transport != "ssh" {
+		t.Errorf("Host(laptop) = %+v, %v", c, ok)
+	}
+	for _, name := range []string{"nope", "Laptop", ""} {
+		if _, ok := m.Host(name); ok {
+			t.Errorf("Host(%q) found a host", name)
+		}
+	}
+	// The resolved view is a copy: changing it leaves the manifest alone.
+	c, _ := m.Host("canonical")
+	c.Inboxes[0] = "/elsewhere"
+	c.Harnesses[0] = ".other"
+	if m.Hosts[0].Inboxes[0] == "/elsewhere" || m.Defaults.Harnesses[0] == ".other" {
+		t.Error("HostConfig shares slices with the Manifest")
+	}
+}
+
+func TestEffectiveWithoutDefaults(t *testing.T) {
+	// A Manifest built in code, never parsed, still resolves to the
+	// built-in defaults.
+	var m Manifest
+	c := m.Effective(Host{Name: "x", Transport: "local", Discover: []Discover{{Root: "/r"}}})
+	if !slices.Equal(c.Harnesses, DefaultHarnesses()) || c.MaxDepth != DefaultMaxDepth || c.MaxFileSize != int64(DefaultMaxFileSize) ||
+		c.Settle != DefaultSettle || c.Timeout != DefaultTimeout || c.Discover[0].MaxDepth != DefaultMaxDepth {
+		t.Errorf("Effective = %+v; want the built-in defaults", c)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "writers.yaml"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(missing) error = %v; want fs.ErrNotExist", err)
+	}
+}
+
+func TestExpandHome(t *testing.T) {
+	for _, tc := range []struct {
+		p, home, want string
+	}{
+		{"~", "/home/me", "/home/me"},
+		{"~/", "/home/me", "/home/me"},
+		{"~/x", "/home/me", "/home/me/x"},
+		{"~/x/../y", "/home/me", "/home/me/y"},
+		{"~/.claude/memory-handoffs", "/home/me/", "/home/me/.claude/memory-handoffs"},
+		{"/abs/path", "/home/me", "/abs/path"},
+		{"~user/x", "/home/me", "~user/x"},
+		{"x/~/y", "/home/me", "x/~/y"},
+		{"~x", "/home/me", "~x"},
+		{"", "/home/me", ""},
+		{"~/x", "", "~/x"},
+		{"~", "", "~"},
+	} {
+		if got := ExpandHome(tc.p, tc.home); got != tc.want {
+			t.Errorf("ExpandHome(%q, %q) = %q; want %q", tc.p, tc.home, got, tc.want)
+		}
+	}
+}
+
+func TestDefaultPath(t *testing.T) {
+	for _, tc := range []struct {
+		xdg, home, want string
+	}{
+		{"/etc/xdg-me", "/home/me", "/etc/xdg-me/handoff/writers.yaml"},
+		{"", "/home/me", "/home/me/.config/handoff/writers.yaml"},
+		{"relative/dir", "/home/me", "/home/me/.config/handoff/writers.yaml"},
+		{"", "", "~/.config/handoff/writers.yaml"},
+	} {
+		t.Setenv("XDG_CONFIG_HOME", tc.xdg)
+		t.Setenv("HOME", tc.home)
+		if got := DefaultPath(); got != tc.want {
+			t.Errorf("DefaultPath() with XDG_CONFIG_HOME=%q HOME=%q = %q; want %q", tc.xdg, tc.home, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+// Package receipts defines the JSON receipt every applied run writes
+// (schema_version 1, see docs/receipts.md), and writes and reads them.
+//
+// Guarantees: a receipt file is written durably and atomically (a reader
+// never sees half a receipt); latest.json and latest.log are replaced
+// atomically after the per-run file is durable, so latest.json always names a
+// run whose own receipt exists.
+package receipts
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/failpoint"
+)
+
+// SchemaVersion is the receipt format this package writes.
+const SchemaVersion = 1
+
+// Modes, outcomes and statuses.
+const (
+	ModeApply  = "apply"
+	ModeDryRun = "dry-run"
+
+	OutcomeOK      = "ok"
+	OutcomePartial = "partial"
+	OutcomeFailed  = "failed"
+
+	StatusIngested = "ingested"
+	StatusEmpty    = "empty"
+)
+
+// Receipt is one run.
+type Receipt struct {
+	SchemaVersion int       `json:"schema_version"`
+	RunID         string    `json:"run_id"`
+	Mode          string    `json:"mode"`
+	Outcome       string    `json:"outcome"`
+	Status        string    `json:"status"`
+	Error         string    `json:"error,omitempty"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at"`
+	Manifest      Manifest  `json:"manifest"`
+	Workspace     string    `json:"workspace"`
+	Counts        Counts    `json:"counts"`
+	Hosts         []Host    `json:"hosts"`
+	Handoffs      []Handoff `json:"handoffs"`
+	Notify        Notify    `json:"notify"`
+}
+
+// Manifest identifies the manifest a run used.
+type Manifest struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Counts tally handoffs[].result, plus pulled: sources newly stored in the
+// spool by this run.
+type Counts struct {
+	Pulled    int `json:"pulled"`
+	Promoted  int `json:"promoted"`
+	Routed    int `json:"routed"`
+	Review    int `json:"review"`
+	Malformed int `json:"malformed"`
+	Duplicate int `json:"duplicate"`
+	Rejected  int `json:"rejected"`
+	Deferred  int `json:"deferred"`
+}
+
+// Host is one host's pull.
+type Host struct {
+	Name      string  `json:"name"`
+	Transport string  `json:"transport"`
+	Outcome   string  `json:"outcome"` // ok | error | skipped
+	Error     string  `json:"error"`
+	Inboxes   []Inbox `json:"inboxes"`
+}
+
+// Inbox is one inbox of a host.
+type Inbox struct {
+	Path    string   `json:"path"`
+	State   string   `json:"state"`
+	Pending int      `json:"pending"`
+	Tracked int      `json:"tracked"`
+	Error   string   `json:"error,omitempty"`
+	Ignored []string `json:"ignored,omitempty"`
+}
+
+// Handoff is what became of one file.
+type Handoff struct {
+	Host         string `json:"host"`
+	Inbox        string `json:"inbox"`
+	Name         string `json:"name"`
+	SHA256       string `json:"sha256"`
+	Size         int64  `json:"size"`
+	Result       string `json:"result"`
+	Reason       string `json:"reason"`
+	Action       string `json:"action"`
+	Target       string `json:"target"`
+	BeforeSHA256 string `json:"before_sha256"`
+	AfterSHA256  string `json:"after_sha256"`
+	ArchivedAs   string `json:"archived_as"`
+}
+
+// Notify is the heartbeat ping's result.
+type Notify struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+}
+
+// Tally recomputes every count but Pulled from Handoffs.
+func (r *Receipt) Tally() {
+	pulled := r.Counts.Pulled
+	r.Counts = Counts{Pulled: pulled}
+	for _, h := range r.Handoffs {
+		switch h.Result {
+		case "promoted":
+			r.Counts.Promoted++
+		case "routed":
+			r.Counts.Routed++
+		case "review":
+			r.Counts.Review++
+		case "malformed":
+			r.Counts.Malformed++
+		case "duplicate":
+			r.Counts.Duplicate++
+		case "rejected":
+			r.Counts.Rejected++
+		case "deferred":
+			r.Counts.Deferred++
+		}
+	}
+}
+
+// NoUpdates reports whether the run neither pulled nor applied anything.
+func (r *Receipt) NoUpdates() bool {
+	c := r.Counts
+	return c.Pulled == 0 && c.Promoted == 0 && c.Routed == 0 && c.Review == 0 && c.Malformed == 0
+}
+
+// Summary is the last line (or two) a run prints.
+func (r *Receipt) Summary() string {
+	c := r.Counts
+	prefix := ""
+	if r.Mode == ModeDryRun {
+		prefix = "[dry-run] "
+	}
+	s := fmt.Sprintf("%sPulled %d  Promoted %d  Routed %d  Review %d  Malformed %d  Duplicate %d  Rejected %d  Deferred %d\n",
+		prefix, c.Pulled, c.Promoted, c.Routed, c.Review, c.Malformed, c.Duplicate, c.Rejected, c.Deferred)
+	if r.NoUpdates() {
+		s += prefix + "NO_UPDATES\n"
+	}
+	return s
+}
+
+// Marshal renders a receipt as indented JSON with a final newline.
+func Marshal(r *Receipt) ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Write stores <run-id>.json, then replaces latest.json and latest.log, in
+// dir (created if needed). It returns the per-run file's path.
+func Write(dir string, r *Receipt, log []byte) (string, error) {
+	data, err := Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("receipts: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("receipts: %w", err)
+	}
+	defer root.Close()
+	name := r.RunID + ".json"
+	if err := durable.WriteFile(root, name, data, 0o600); err != nil {
+		return "", fmt.Errorf("receipts: %w", err)
+	}
+	failpoint.Inject("receipt.written")
+	if err := durable.WriteFile(root, "latest.log", log, 0o600); err != nil {
+		return "", fmt.Errorf("receipts: %w", err)
+	}
+	if err := durable.WriteFile(root, "latest.json", data, 0o600); err != nil {
+		return "", fmt.Errorf("receipts: %w", err)
+	}
+	return root.Name() + "/" + name, nil
+}
+
+// Decode parses a receipt strictly: unknown fields are errors.
+func Decode(data []byte) (*Receipt, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Receipt
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("receipts: %w", err)
+	}
+	if r.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("receipts: schema_version %d, this handoff reads %d", r.SchemaVersion, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// Read reads and decodes a receipt file.
+func Read(path string) (*Receipt, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("receipts: %w", err)
+	}
+	return Decode(data)
+}

@@ -1,0 +1,399 @@
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/receipts"
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// ErrLocked means another run holds the workspace lock.
+var ErrLocked = errors.New("another handoff run holds the workspace lock")
+
+// UsageError is a mistake in how Sync was called (an unknown host name);
+// the CLI exits 2 for it.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Dialer opens the transport for one host. The caller closes it.
+type Dialer func(ctx context.Context, h manifest.HostConfig) (transport.FS, error)
+
+// Options configure Sync.
+type Options struct {
+	Manifest  *manifest.Manifest
+	Workspace string   // absolute; overrides the manifest's
+	Hosts     []string // pull only these hosts; empty means all
+	DryRun    bool
+	Parallel  int          // hosts pulled at once; 0 means 8
+	Log       *slog.Logger // progress and diagnostics; nil discards
+	Dial      Dialer       // nil: local hosts only
+	Now       func() time.Time
+}
+
+// Sync pulls the selected hosts, ingests everything stored, and (unless a
+// dry run) writes the receipt. It returns the receipt, with an error only
+// when the run could not start (lock held, workspace unusable) or its
+// bookkeeping failed; host failures are in the receipt.
+func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
+	m := opts.Manifest
+	if m == nil {
+		return nil, &UsageError{"no manifest"}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	hosts, err := selectHosts(m, opts.Hosts)
+	if err != nil {
+		return nil, err
+	}
+	wsDir := opts.Workspace
+	if wsDir == "" {
+		wsDir = m.Workspace
+	}
+	wsDir, err = filepath.Abs(wsDir)
+	if err != nil {
+		return nil, err
+	}
+
+	var runLog bytes.Buffer
+	handlers := []slog.Handler{slog.NewTextHandler(&runLog, &slog.HandlerOptions{Level: slog.LevelInfo})}
+	if opts.Log != nil {
+		handlers = append(handlers, opts.Log.Handler())
+	}
+	log := slog.New(slog.NewMultiHandler(handlers...))
+
+	unlock, err := lock(wsDir, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	started := opts.Now().UTC()
+	r := &receipts.Receipt{
+		SchemaVersion: receipts.SchemaVersion,
+		RunID:         newRunID(started),
+		Mode:          receipts.ModeApply,
+		StartedAt:     started,
+		Manifest:      receipts.Manifest{Path: m.Path, SHA256: m.SHA256},
+		Workspace:     wsDir,
+		Hosts:         []receipts.Host{},
+		Handoffs:      []receipts.Handoff{},
+		Notify:        receipts.Notify{OK: true},
+	}
+	if opts.DryRun {
+		r.Mode = receipts.ModeDryRun
+	}
+	log.Info("run started", "run", r.RunID, "mode", r.Mode, "workspace", wsDir, "hosts", len(hosts))
+
+	st, err := openState(wsDir, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	if err := st.led.StartRun(ctx, r.RunID, r.Mode); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+
+	reports := pullAll(ctx, hosts, opts, st, r.RunID, log)
+	for _, rep := range reports {
+		r.Hosts = append(r.Hosts, hostEntry(rep))
+		r.Counts.Pulled += rep.Stored
+	}
+
+	ing, err := ingest.New(ingest.Options{Workspace: wsDir, RunID: r.RunID, DryRun: opts.DryRun, Log: log}, st.led, st.spool)
+	if err != nil {
+		return nil, err
+	}
+	defer ing.Close()
+	entries, ingErr := ing.Run(ctx)
+	for _, e := range entries {
+		r.Handoffs = append(r.Handoffs, receipts.Handoff{
+			Host: e.Host, Inbox: e.Inbox, Name: e.Name, SHA256: e.SHA256, Size: e.Size,
+			Result: e.Result, Reason: e.Reason, Action: e.Action, Target: e.Target,
+			BeforeSHA256: e.BeforeSHA256, AfterSHA256: e.AfterSHA256, ArchivedAs: e.ArchivedAs,
+		})
+	}
+	for _, rep := range reports {
+		for _, it := range rep.Items {
+			r.Handoffs = append(r.Handoffs, receipts.Handoff{
+				Host: rep.Name, Inbox: it.Inbox, Name: it.Name, SHA256: it.SHA256, Size: it.Size,
+				Result: it.Result, Reason: it.Reason, ArchivedAs: it.ArchivedAs,
+			})
+			if it.Result == claim.ResultRejected && !opts.DryRun {
+				if err := st.led.RecordReject(ctx, r.RunID, it, rep.Name); err != nil {
+					log.Warn("could not record a rejected file", "err", err)
+				}
+			}
+		}
+	}
+	r.Tally()
+	r.Outcome, r.Status = judge(r, ingErr)
+	if ingErr != nil {
+		r.Error = ingErr.Error()
+		log.Error("ingest failed", "err", ingErr)
+	}
+	r.FinishedAt = opts.Now().UTC()
+	log.Info("run finished", "run", r.RunID, "outcome", r.Outcome, "status", r.Status)
+	if opts.DryRun {
+		return r, nil
+	}
+	path, err := receipts.Write(filepath.Join(wsDir, ingest.ReceiptsDir), r, runLog.Bytes())
+	if err != nil {
+		return r, err
+	}
+	if err := st.led.FinishRun(ctx, r.RunID, r.Outcome, r.Status, path); err != nil {
+		return r, fmt.Errorf("ledger: %w", err)
+	}
+	return r, nil
+}
+
+// judge sets a run's outcome and status from its hosts and handoffs.
+func judge(r *receipts.Receipt, ingErr error) (outcome, status string) {
+	failed := 0
+	for _, h := range r.Hosts {
+		if h.Outcome == "error" {
+			failed++
+		}
+	}
+	switch {
+	case ingErr != nil || (failed > 0 && failed == len(r.Hosts)):
+		outcome = receipts.OutcomeFailed
+	case failed > 0:
+		outcome = receipts.OutcomePartial
+	default:
+		outcome = receipts.OutcomeOK
+	}
+	status = receipts.StatusEmpty
+	for _, h := range r.Handoffs {
+		if h.Result != ingest.ResultDeferred {
+			status = receipts.StatusIngested
+			break
+		}
+	}
+	return outcome, status
+}
+
+func hostEntry(rep claim.HostReport) receipts.Host {
+	h := receipts.Host{Name: rep.Name, Transport: rep.Transport, Outcome: rep.Outcome, Error: rep.Error, Inboxes: []receipts.Inbox{}}
+	for _, in := range rep.Inboxes {
+		h.Inboxes = append(h.Inboxes, receipts.Inbox{Path: in.Path, State: in.State, Pending: in.Pending, Tracked: in.Tracked, Error: in.Error, Ignored: in.Ignored})
+	}
+	return h
+}
+
+func selectHosts(m *manifest.Manifest, names []string) ([]manifest.HostConfig, error) {
+	all := m.HostConfigs()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var out []manifest.HostConfig
+	for _, n := range names {
+		h, ok := m.Host(n)
+		if !ok {
+			return nil, &UsageError{fmt.Sprintf("unknown host %q; the manifest has: %s", n, strings.Join(m.HostNames(), ", "))}
+		}
+		if !slices.ContainsFunc(out, func(x manifest.HostConfig) bool { return x.Name == n }) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// pullAll pulls hosts concurrently, at most opts.Parallel at once, each
+// under its own deadline. Reports come back in manifest order.
+func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) []claim.HostReport {
+	out := make([]claim.HostReport, len(hosts))
+	sem := make(chan struct{}, opts.Parallel)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = pullHost(ctx, h, opts, st, runID, log)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) claim.HostReport {
+	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
+	fail := func(err error) claim.HostReport {
+		log.Warn("host failed", "host", h.Name, "err", err)
+		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: "error", Error: err.Error()}
+	}
+	var fsys transport.FS
+	switch {
+	case opts.Dial != nil:
+		var err error
+		if fsys, err = opts.Dial(ctx, h); err != nil {
+			return fail(err)
+		}
+	case h.Transport == "local":
+		fsys = transport.NewLocal()
+	default:
+		return fail(fmt.Errorf("transport %q is not available in this build", h.Transport))
+	}
+	defer fsys.Close()
+	cfg := claim.Config{
+		Host: h.Name, Transport: h.Transport, Harnesses: h.Harnesses, Inboxes: h.Inboxes,
+		MaxFileSize: h.MaxFileSize, Settle: h.Settle, DryRun: opts.DryRun, Now: opts.Now, Log: log,
+	}
+	for _, d := range h.Discover {
+		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
+	}
+	rep := claim.Pull(ctx, fsys, cfg, st.spool, st.led, runID, ingest.Parses)
+	if ctx.Err() == context.DeadlineExceeded && rep.Outcome == "ok" {
+		rep.Outcome, rep.Error = "error", fmt.Sprintf("deadline of %s exceeded", h.Timeout)
+	}
+	return rep
+}
+
+// state is the workspace's .handoff directory as a run uses it.
+type state struct {
+	led     *ingest.Ledger
+	spool   claim.Spool
+	closers []func() error
+}
+
+func (s *state) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// openState opens the ledger and spool. A dry run opens a scratch copy of
+// the ledger in a temporary directory and an in-memory spool over the real
+// one, so that nothing under the workspace changes.
+func openState(ws string, dryRun bool) (*state, error) {
+	st := &state{}
+	ledgerPath := filepath.Join(ws, ingest.LedgerFile)
+	if dryRun {
+		tmp, err := os.MkdirTemp("", "handoff-dry-run-")
+		if err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, func() error { return os.RemoveAll(tmp) })
+		for _, suffix := range []string{"", "-wal"} {
+			if err := copyFile(ledgerPath+suffix, filepath.Join(tmp, "ledger.db"+suffix)); err != nil {
+				st.close()
+				return nil, fmt.Errorf("dry run: copy ledger: %w", err)
+			}
+		}
+		ledgerPath = filepath.Join(tmp, "ledger.db")
+		mem := &claim.MemSpool{}
+		base, err := claim.OpenSpoolReadOnly(filepath.Join(ws, ingest.SpoolDir))
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		if base != nil {
+			mem.Base = base
+			st.closers = append(st.closers, base.Close)
+		}
+		st.spool = mem
+	} else {
+		sp, err := claim.OpenSpool(filepath.Join(ws, ingest.SpoolDir))
+		if err != nil {
+			return nil, err
+		}
+		st.spool = sp
+		st.closers = append(st.closers, sp.Close)
+	}
+	led, err := ingest.OpenLedger(ledgerPath)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	st.led = led
+	st.closers = append(st.closers, led.Close)
+	return st, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// lock takes the workspace lock. An applied run creates .handoff/lock and
+// writes its pid into it; a dry run locks only an existing lock file, so it
+// creates nothing.
+func lock(ws string, dryRun bool) (func(), error) {
+	path := filepath.Join(ws, ingest.LockFile)
+	if dryRun {
+		if _, err := os.Stat(path); err != nil {
+			return func() {}, nil
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	fl := flock.New(path)
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !ok {
+		pid := ""
+		if b, err := os.ReadFile(path); err == nil {
+			pid = strings.TrimSpace(string(b))
+		}
+		if pid != "" {
+			return nil, fmt.Errorf("%w (pid %s, %s)", ErrLocked, pid, path)
+		}
+		return nil, fmt.Errorf("%w (%s)", ErrLocked, path)
+	}
+	if !dryRun {
+		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0); err == nil {
+			f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+			f.Close()
+		}
+	}
+	return func() { fl.Unlock() }, nil
+}
+
+func newRunID(t time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}

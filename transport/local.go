@@ -1,0 +1,159 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultMaxEntries bounds ReadDir when the caller passes no bound: a
+// directory holding more names than this is an error, not a memory spike.
+const DefaultMaxEntries = 100_000
+
+// Local is the FS of the machine handoff runs on.
+type Local struct{}
+
+var _ FS = Local{}
+
+// NewLocal returns the local transport.
+func NewLocal() Local { return Local{} }
+
+func (Local) Home(ctx context.Context) (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("local: home: %w", err)
+	}
+	return home, nil
+}
+
+func (Local) Lstat(ctx context.Context, name string) (FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, err
+	}
+	fi, err := os.Lstat(name)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	return fromOS(fi), nil
+}
+
+func (Local) ReadDir(ctx context.Context, name string, maxEntries int) ([]FileInfo, error) {
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, &os.PathError{Op: "readdir", Path: name, Err: syscall.ENOTDIR}
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var out []FileInfo
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			fi, ierr := e.Info() // lstat; the entry may vanish in between
+			if ierr != nil {
+				if errors.Is(ierr, os.ErrNotExist) {
+					continue
+				}
+				return nil, ierr
+			}
+			out = append(out, fromOS(fi))
+		}
+		if len(out) > maxEntries {
+			return nil, fmt.Errorf("readdir %s: more than %d entries", name, maxEntries)
+		}
+		if err == io.EOF || len(ents) == 0 {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (Local) ReadFile(ctx context.Context, name string, limit int64) ([]byte, FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, FileInfo{}, err
+	}
+	// O_NONBLOCK: opening a FIFO must not wait for a writer. O_NOFOLLOW: a
+	// symlink swapped in after Lstat fails with ELOOP instead of being read.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, FileInfo{}, fmt.Errorf("read %s: %w", name, ErrNotRegular)
+		}
+		return nil, FileInfo{}, err
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	if !before.Mode().IsRegular() {
+		return nil, FileInfo{}, fmt.Errorf("read %s: %w", name, ErrNotRegular)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	if int64(len(data)) > limit {
+		return nil, FileInfo{}, fmt.Errorf("read %s: %w (%d bytes)", name, ErrTooLarge, limit)
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return nil, FileInfo{}, err
+	}
+	return data, fromOS(after), nil
+}
+
+func (Local) Rename(ctx context.Context, oldname, newname string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := unix.Renameat2(unix.AT_FDCWD, oldname, unix.AT_FDCWD, newname, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// The file system cannot rename without replacing: link, then
+		// unlink. link(2) refuses an existing destination; an interruption
+		// leaves both names holding the same bytes, which callers treat as
+		// an archive already done.
+		if err = os.Link(oldname, newname); err == nil {
+			return os.Remove(oldname)
+		}
+		return err
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
+	}
+	return nil
+}
+
+func (Local) Mkdir(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return os.Mkdir(name, 0o700)
+}
+
+func (Local) Remove(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return os.Remove(name)
+}
+
+func (Local) Close() error { return nil }
+
+func fromOS(fi os.FileInfo) FileInfo {
+	return FileInfo{Name: fi.Name(), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
+}

@@ -1,0 +1,87 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"time"
+)
+
+// Errors every implementation returns (possibly wrapped) so that callers can
+// branch with errors.Is. They alias the io/fs sentinels where one exists, so
+// os.IsNotExist-style checks keep working on the local transport.
+var (
+	// ErrNotExist: the named file or directory does not exist.
+	ErrNotExist = fs.ErrNotExist
+	// ErrExist: Rename or Mkdir found the destination already present. The
+	// destination is left untouched.
+	ErrExist = fs.ErrExist
+	// ErrTooLarge: ReadFile would have had to read more than its limit. No
+	// data is returned.
+	ErrTooLarge = errors.New("file exceeds read limit")
+	// ErrNotRegular: ReadFile opened something that is not a regular file
+	// (the name was swapped after Lstat, or the server lied).
+	ErrNotRegular = errors.New("not a regular file")
+)
+
+// FileInfo is what the transport reports about one name, without following
+// a symlink in the last component.
+type FileInfo struct {
+	Name    string      // base name as the host reported it (not validated)
+	Size    int64       // bytes; meaningful for regular files only
+	Mode    fs.FileMode // type bits and permissions, as io/fs defines them
+	ModTime time.Time
+}
+
+// IsRegular reports whether the entry is a plain file.
+func (fi FileInfo) IsRegular() bool { return fi.Mode.IsRegular() }
+
+// IsDir reports whether the entry is a directory (never a symlink to one).
+func (fi FileInfo) IsDir() bool { return fi.Mode.IsDir() }
+
+// IsSymlink reports whether the entry is a symbolic link.
+func (fi FileInfo) IsSymlink() bool { return fi.Mode&fs.ModeSymlink != 0 }
+
+// FS is the file-system surface that discovery, claim and acknowledgement
+// need from a host. Paths are absolute, slash-separated and already cleaned
+// by the caller; implementations never expand "~" themselves (use Home).
+//
+// Every method takes a context. An implementation must return promptly once
+// the context is done, even if that means tearing down its connection; after
+// that the FS may be unusable and every later call may fail.
+type FS interface {
+	// Home returns the absolute home directory of the account the transport
+	// acts as. "~" in manifest paths is expanded against it.
+	Home(ctx context.Context) (string, error)
+
+	// Lstat describes name without following a final symlink.
+	Lstat(ctx context.Context, name string) (FileInfo, error)
+
+	// ReadDir lists a directory with lstat semantics: a symlink is reported
+	// as a symlink, never as what it points to. Entry order is unspecified.
+	// Implementations may stop and return an error after maxEntries entries
+	// (maxEntries <= 0 means the implementation's own bound).
+	ReadDir(ctx context.Context, name string, maxEntries int) ([]FileInfo, error)
+
+	// ReadFile opens name without following a final symlink, checks that the
+	// open handle is a regular file (ErrNotRegular otherwise) and reads at most
+	// limit bytes. If the file holds more than limit bytes it returns
+	// ErrTooLarge and no data: no reply from the host can make it read more
+	// than limit+1 bytes. It returns the data and a stat of the open handle
+	// taken after the read, so that the caller can detect a file that changed.
+	ReadFile(ctx context.Context, name string, limit int64) ([]byte, FileInfo, error)
+
+	// Rename moves oldname to newname and never replaces an existing
+	// newname: if newname exists it returns ErrExist and changes nothing.
+	Rename(ctx context.Context, oldname, newname string) error
+
+	// Mkdir creates one directory (mode 0700 before umask). It returns
+	// ErrExist if anything already has that name.
+	Mkdir(ctx context.Context, name string) error
+
+	// Remove deletes one file or empty directory. It never follows a symlink.
+	Remove(ctx context.Context, name string) error
+
+	// Close releases the connection, if any. It is safe to call twice.
+	Close() error
+}

@@ -1,0 +1,329 @@
+// Package transporttest is the conformance suite every transport.FS must
+// pass. It builds fixtures with the os package in a local directory that the
+// FS under test must see at the same absolute path (true for the local
+// transport and for SSH servers on loopback), then checks each promise of
+// the transport.FS contract.
+package transporttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// Factory returns an FS to test and a fresh empty directory that it sees at
+// the same absolute path. Cleanup is the factory's business (t.Cleanup).
+type Factory func(t *testing.T) (transport.FS, string)
+
+// Run runs the whole suite.
+func Run(t *testing.T, newFS Factory) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, fsys transport.FS, dir string)
+	}{
+		{"Home", testHome},
+		{"LstatKinds", testLstatKinds},
+		{"LstatMissing", testLstatMissing},
+		{"ReadDirLstatSemantics", testReadDir},
+		{"ReadDirBound", testReadDirBound},
+		{"ReadFileWithinLimit", testReadFileLimit},
+		{"ReadFileNoFollow", testReadFileNoFollow},
+		{"ReadFileFIFONeverBlocks", testReadFileFIFO},
+		{"ReadFileDirectory", testReadFileDir},
+		{"ReadFileMissing", testReadFileMissing},
+		{"RenameNeverReplaces", testRenameNoReplace},
+		{"RenameMoves", testRename},
+		{"MkdirExisting", testMkdir},
+		{"Remove", testRemove},
+		{"CanceledContext", testCanceled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys, dir := newFS(t)
+			tc.fn(t, fsys, dir)
+		})
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func write(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testHome(t *testing.T, fsys transport.FS, dir string) {
+	home, err := fsys.Home(ctxT(t))
+	if err != nil {
+		t.Fatalf("Home: %v", err)
+	}
+	if !filepath.IsAbs(home) {
+		t.Fatalf("Home = %q, want an absolute path", home)
+	}
+}
+
+func testLstatKinds(t *testing.T, fsys transport.FS, dir string) {
+	ctx := ctxT(t)
+	write(t, filepath.Join(dir, "f.md"), []byte("hello"))
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f.md", filepath.Join(dir, "l.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("d", filepath.Join(dir, "ld")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name               string
+		regular, dir, link bool
+		size               int64
+	}{
+		{"f.md", true, false, false, 5},
+		{"d", false, true, false, -1},
+		{"l.md", false, false, true, -1},
+		{"ld", false, false, true, -1},
+	} {
+		fi, err := fsys.Lstat(ctx, filepath.Join(dir, c.name))
+		if err != nil {
+			t.Fatalf("Lstat %s: %v", c.name, err)
+		}
+		if fi.IsRegular() != c.regular || fi.IsDir() != c.dir || fi.IsSymlink() != c.link {
+			t.Errorf("Lstat %s: mode %v, want regular=%v dir=%v symlink=%v", c.name, fi.Mode, c.regular, c.dir, c.link)
+		}
+		if c.size >= 0 && fi.Size != c.size {
+			t.Errorf("Lstat %s: size %d, want %d", c.name, fi.Size, c.size)
+		}
+		if fi.Name != c.name {
+			t.Errorf("Lstat %s: name %q", c.name, fi.Name)
+		}
+	}
+}
+
+func testLstatMissing(t *testing.T, fsys transport.FS, dir string) {
+	_, err := fsys.Lstat(ctxT(t), filepath.Join(dir, "nope"))
+	if !errors.Is(err, transport.ErrNotExist) {
+		t.Fatalf("Lstat missing: %v, want ErrNotExist", err)
+	}
+}
+
+func testReadDir(t *testing.T, fsys transport.FS, dir string) {
+	ctx := ctxT(t)
+	write(t, filepath.Join(dir, "a.md"), []byte("a"))
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := fsys.ReadDir(ctx, dir, 0)
+	if err != nil {
+		t.Fatalf("ReadDir: %v", err)
+	}
+	got := map[string]transport.FileInfo{}
+	var names []string
+	for _, e := range ents {
+		got[e.Name] = e
+		names = append(names, e.Name)
+	}
+	sort.Strings(names)
+	if want := []string{"a.md", "link", "sub"}; len(names) != 3 || names[0] != want[0] || names[1] != want[1] || names[2] != want[2] {
+		t.Fatalf("ReadDir names %v, want %v", names, want)
+	}
+	if !got["link"].IsSymlink() || got["link"].IsDir() {
+		t.Errorf("symlink to dir reported as %v, want a symlink", got["link"].Mode)
+	}
+	if !got["sub"].IsDir() || !got["a.md"].IsRegular() || got["a.md"].Size != 1 {
+		t.Errorf("entries wrong: %+v", got)
+	}
+	if _, err := fsys.ReadDir(ctx, filepath.Join(dir, "missing"), 0); !errors.Is(err, transport.ErrNotExist) {
+		t.Errorf("ReadDir missing: %v, want ErrNotExist", err)
+	}
+}
+
+func testReadDirBound(t *testing.T, fsys transport.FS, dir string) {
+	for i := 0; i < 50; i++ {
+		write(t, filepath.Join(dir, string(rune('a'+i%26))+string(rune('a'+i/26))+".md"), nil)
+	}
+	if _, err := fsys.ReadDir(ctxT(t), dir, 10); err == nil {
+		t.Fatal("ReadDir with maxEntries 10 over 50 entries succeeded, want an error")
+	}
+	ents, err := fsys.ReadDir(ctxT(t), dir, 50)
+	if err != nil || len(ents) != 50 {
+		t.Fatalf("ReadDir with maxEntries 50: %d entries, %v", len(ents), err)
+	}
+}
+
+func testReadFileLimit(t *testing.T, fsys transport.FS, dir string) {
+	ctx := ctxT(t)
+	data := bytes.Repeat([]byte("x"), 100)
+	name := filepath.Join(dir, "h.md")
+	write(t, name, data)
+	got, fi, err := fsys.ReadFile(ctx, name, 100)
+	if err != nil {
+		t.Fatalf("ReadFile at exact limit: %v", err)
+	}
+	if !bytes.Equal(got, data) || fi.Size != 100 || !fi.IsRegular() {
+		t.Fatalf("ReadFile: %d bytes, stat %+v", len(got), fi)
+	}
+	got, _, err = fsys.ReadFile(ctx, name, 99)
+	if !errors.Is(err, transport.ErrTooLarge) || got != nil {
+		t.Fatalf("ReadFile over limit: %d bytes, %v; want ErrTooLarge and no data", len(got), err)
+	}
+	empty := filepath.Join(dir, "empty.md")
+	write(t, empty, nil)
+	got, fi, err = fsys.ReadFile(ctx, empty, 10)
+	if err != nil || len(got) != 0 || fi.Size != 0 {
+		t.Fatalf("ReadFile empty: %d %v %v", len(got), fi.Size, err)
+	}
+}
+
+func testReadFileNoFollow(t *testing.T, fsys transport.FS, dir string) {
+	write(t, filepath.Join(dir, "secret"), []byte("outside"))
+	if err := os.Symlink("secret", filepath.Join(dir, "l.md")); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := fsys.ReadFile(ctxT(t), filepath.Join(dir, "l.md"), 1024)
+	if err == nil {
+		t.Fatalf("ReadFile followed a symlink and read %q", got)
+	}
+}
+
+func testReadFileFIFO(t *testing.T, fsys transport.FS, dir string) {
+	name := filepath.Join(dir, "p.md")
+	if err := syscall.Mkfifo(name, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := fsys.ReadFile(context.Background(), name, 1024)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("ReadFile of a FIFO succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the reader so the test process can exit cleanly.
+		if f, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("ReadFile of a FIFO blocked")
+	}
+}
+
+func testReadFileDir(t *testing.T, fsys transport.FS, dir string) {
+	if err := os.Mkdir(filepath.Join(dir, "d.md"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := fsys.ReadFile(ctxT(t), filepath.Join(dir, "d.md"), 1024); err == nil {
+		t.Fatal("ReadFile of a directory succeeded")
+	}
+}
+
+func testReadFileMissing(t *testing.T, fsys transport.FS, dir string) {
+	if _, _, err := fsys.ReadFile(ctxT(t), filepath.Join(dir, "none.md"), 10); !errors.Is(err, transport.ErrNotExist) {
+		t.Fatalf("ReadFile missing: %v, want ErrNotExist", err)
+	}
+}
+
+func testRenameNoReplace(t *testing.T, fsys transport.FS, dir string) {
+	src, dst := filepath.Join(dir, "a.md"), filepath.Join(dir, "b.md")
+	write(t, src, []byte("new"))
+	write(t, dst, []byte("old"))
+	err := fsys.Rename(ctxT(t), src, dst)
+	if !errors.Is(err, transport.ErrExist) {
+		t.Fatalf("Rename onto existing: %v, want ErrExist", err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "old" {
+		t.Fatalf("destination changed to %q", b)
+	}
+	if b, _ := os.ReadFile(src); string(b) != "new" {
+		t.Fatalf("source changed to %q", b)
+	}
+}
+
+func testRename(t *testing.T, fsys transport.FS, dir string) {
+	if err := os.Mkdir(filepath.Join(dir, "processed"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := filepath.Join(dir, "a.md"), filepath.Join(dir, "processed", "a.abc.md")
+	write(t, src, []byte("x"))
+	if err := fsys.Rename(ctxT(t), src, dst); err != nil {
+		t.Fatalf("Rename: %v", err)
+	}
+	if _, err := os.Lstat(src); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("source still present: %v", err)
+	}
+	if b, err := os.ReadFile(dst); err != nil || string(b) != "x" {
+		t.Fatalf("destination: %q %v", b, err)
+	}
+	if err := fsys.Rename(ctxT(t), filepath.Join(dir, "gone.md"), filepath.Join(dir, "g2.md")); !errors.Is(err, transport.ErrNotExist) {
+		t.Fatalf("Rename missing source: %v, want ErrNotExist", err)
+	}
+}
+
+func testMkdir(t *testing.T, fsys transport.FS, dir string) {
+	ctx := ctxT(t)
+	name := filepath.Join(dir, "processed")
+	if err := fsys.Mkdir(ctx, name); err != nil {
+		t.Fatalf("Mkdir: %v", err)
+	}
+	if fi, err := os.Lstat(name); err != nil || !fi.IsDir() {
+		t.Fatalf("Mkdir made %v %v", fi, err)
+	}
+	if err := fsys.Mkdir(ctx, name); !errors.Is(err, transport.ErrExist) {
+		t.Fatalf("Mkdir existing: %v, want ErrExist", err)
+	}
+	write(t, filepath.Join(dir, "file"), nil)
+	if err := fsys.Mkdir(ctx, filepath.Join(dir, "file")); !errors.Is(err, transport.ErrExist) {
+		t.Fatalf("Mkdir over a file: %v, want ErrExist", err)
+	}
+}
+
+func testRemove(t *testing.T, fsys transport.FS, dir string) {
+	ctx := ctxT(t)
+	target := filepath.Join(dir, "target")
+	write(t, target, []byte("keep"))
+	link := filepath.Join(dir, "l.md")
+	if err := os.Symlink("target", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Remove(ctx, link); err != nil {
+		t.Fatalf("Remove symlink: %v", err)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep" {
+		t.Fatalf("Remove followed the symlink: %q %v", b, err)
+	}
+	if err := fsys.Remove(ctx, target); err != nil {
+		t.Fatalf("Remove file: %v", err)
+	}
+	if err := fsys.Remove(ctx, target); !errors.Is(err, transport.ErrNotExist) {
+		t.Fatalf("Remove missing: %v, want ErrNotExist", err)
+	}
+}
+
+func testCanceled(t *testing.T, fsys transport.FS, dir string) {
+	write(t, filepath.Join(dir, "a.md"), []byte("a"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := fsys.ReadFile(ctx, filepath.Join(dir, "a.md"), 10); err == nil {
+		t.Fatal("ReadFile with a canceled context succeeded")
+	}
+}
