@@ -37,7 +37,7 @@ func (e *errUnsafe) Error() string { return e.Msg }
 // is a symlink; the os.Root underneath guarantees that even a symlink swapped
 // in after the check cannot lead outside the tree.
 type workspace struct {
-	dir    string
+	dir     string
 	root    *os.Root
 	dryRun  bool
 	cleanup func()

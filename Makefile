@@ -1,0 +1,47 @@
+# handoff — build, test and measure.
+GO        ?= go
+BIN       ?= bin/handoff
+PKGS      := ./...
+STATICCHECK_VERSION ?= 2025.1.1
+
+.PHONY: build test test-short lint fmt bench bench-quick demo torture fuzz clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/handoff
+
+# The README's test command: everything CI runs. Keep it under 10 minutes on
+# 2 cores; long suites live behind torture, fuzz and bench.
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 9m $(PKGS)
+
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./ingest/ ./claim/
+
+bench-quick:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 -benchtime 1x ./ingest/
+
+demo: build
+	$(BIN) demo
+
+torture:
+	HANDOFF_TORTURE=1 $(GO) test -count=1 -timeout 60m -run 'Crash|Torture' ./e2e/
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./ingest/
+	$(GO) test -run '^$$' -fuzz FuzzFrontMatter -fuzztime 60s ./ingest/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,409 @@
+package handoff
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/receipts"
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// testEnv is a workspace plus one local host with two repositories.
+type testEnv struct {
+	t      *testing.T
+	dir    string
+	ws     string
+	inbox  string // repos/app/.claude/memory-handoffs
+	inbox2 string // repos/lib/.codex/memory-handoffs
+	m      *manifest.Manifest
+	dial   Dialer
+}
+
+func newEnv(t *testing.T) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	e := &testEnv{t: t, dir: dir, ws: filepath.Join(dir, "ws"),
+		inbox:  filepath.Join(dir, "repos/app/.claude/memory-handoffs"),
+		inbox2: filepath.Join(dir, "repos/lib/.codex/memory-handoffs")}
+	for _, d := range []string{e.inbox, e.inbox2} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	yml := fmt.Sprintf(`version: 1
+workspace: %s
+hosts:
+  - name: canonical
+    transport: local
+    discover: [{root: %s, max_depth: 2}]
+`, e.ws, filepath.Join(dir, "repos"))
+	m, err := manifest.Parse([]byte(yml), filepath.Join(dir, "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m = m
+	return e
+}
+
+// put writes a handoff old enough to be past the settle time.
+func (e *testEnv) put(inbox, name, content string) string {
+	e.t.Helper()
+	p := filepath.Join(inbox, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *testEnv) writeWS(rel, content string) {
+	e.t.Helper()
+	p := filepath.Join(e.ws, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *testEnv) readWS(rel string) string {
+	b, err := os.ReadFile(filepath.Join(e.ws, rel))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func (e *testEnv) sync(dryRun bool) *receipts.Receipt {
+	e.t.Helper()
+	r, err := Sync(context.Background(), Options{Manifest: e.m, DryRun: dryRun, Dial: e.dial})
+	if err != nil {
+		e.t.Fatalf("Sync: %v", err)
+	}
+	return r
+}
+
+// handoff renders a handoff from section name/body pairs.
+func handoff(pairs ...string) string {
+	var b strings.Builder
+	b.WriteString("# Memory Handoff\n\n")
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(&b, "## %s\n%s\n\n", pairs[i], pairs[i+1])
+	}
+	return b.String()
+}
+
+const goodFM = "---\ntopic: x\ncategory: setup\ntags: [a]\n---\n# Card\nbody"
+
+func base(typ, action string, rest ...string) string {
+	return handoff(append([]string{"Type", typ, "Title", "t", "Summary", "s.", "Recommended memory action", action}, rest...)...)
+}
+
+func card(action, name, content string, extra ...string) string {
+	return base("setup", action, append([]string{"Target card", name, "Suggested card content", content}, extra...)...)
+}
+
+func doc(target, content string) string {
+	return base("workflow", "no-card", "Target document", target, "Suggested document content", content)
+}
+
+func sum(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// TestReasonsAndRoutes has one case per routing path and per reason code of
+// SPEC: each produces exactly its result and code.
+func TestReasonsAndRoutes(t *testing.T) {
+	existing := goodFM + "\nold\n"
+	tests := []struct {
+		name       string
+		setup      func(e *testEnv) // prepares the workspace or inbox
+		content    string           // handoff bytes ("" when setup writes the file)
+		result     string
+		reason     string
+		target     string // expected target ("" = do not check)
+		wantTarget string // expected content of target after the run
+	}{
+		{name: "create-card", content: card("create-card", "x.md", goodFM), result: "promoted", target: "memory/cards/x.md", wantTarget: goodFM + "\n"},
+		{name: "update-card matching hash", setup: func(e *testEnv) { e.writeWS("memory/cards/x.md", existing) },
+			content: card("update-card", "x.md", goodFM+"\nnew", "Expected card SHA256", sum(existing)), result: "promoted", target: "memory/cards/x.md", wantTarget: goodFM + "\nnew\n"},
+		{name: "update-card stale hash", setup: func(e *testEnv) { e.writeWS("memory/cards/x.md", existing) },
+			content: card("update-card", "x.md", goodFM, "Expected card SHA256", strings.Repeat("a", 64)), result: "review", reason: "hash-conflict"},
+		{name: "update-card missing hash", setup: func(e *testEnv) { e.writeWS("memory/cards/x.md", existing) },
+			content: card("update-card", "x.md", goodFM), result: "review", reason: "missing-expected-sha256"},
+		{name: "update-card on absent card", content: card("update-card", "x.md", goodFM, "Expected card SHA256", strings.Repeat("b", 64)), result: "review", reason: "card-missing"},
+		{name: "create on existing card", setup: func(e *testEnv) { e.writeWS("memory/cards/x.md", existing) },
+			content: card("create-card", "x.md", goodFM), result: "review", reason: "card-exists"},
+		{name: "append TOOLS.md", setup: func(e *testEnv) { e.writeWS("TOOLS.md", "# Tools\n\n\n") },
+			content: doc("TOOLS.md", "\n- jq\n"), result: "routed", target: "TOOLS.md", wantTarget: "# Tools\n\n- jq\n"},
+		{name: "append USER.md (absent)", content: doc("USER.md", "likes tea"), result: "routed", target: "USER.md", wantTarget: "likes tea\n"},
+		{name: "append rules/go.md", content: doc("rules/go.md", "### Errors\nwrap them"), result: "routed", target: "rules/go.md", wantTarget: "### Errors\nwrap them\n"},
+		{name: "append LEARNINGS", content: doc(".learnings/LEARNINGS.md", "l"), result: "routed", target: ".learnings/LEARNINGS.md", wantTarget: "l\n"},
+		{name: "append ERRORS", content: doc(".learnings/ERRORS.md", "e"), result: "routed", target: ".learnings/ERRORS.md", wantTarget: "e\n"},
+		{name: "append FEATURE_REQUESTS", content: doc(".learnings/FEATURE_REQUESTS.md", "f"), result: "routed", target: ".learnings/FEATURE_REQUESTS.md", wantTarget: "f\n"},
+		{name: "both card and document", content: card("create-card", "x.md", goodFM, "Target document", "TOOLS.md", "Suggested document content", "x"), result: "review", reason: "both-card-and-document"},
+		{name: "heading in document", content: doc("TOOLS.md", "intro\n## Setup\nmore"), result: "review", reason: "heading-in-document"},
+		{name: "unsafe card ../x.md", content: card("create-card", "../x.md", goodFM), result: "review", reason: "unsafe-card-name"},
+		{name: "unsafe card a/b.md", content: card("create-card", "a/b.md", goodFM), result: "review", reason: "unsafe-card-name"},
+		{name: "unsafe card .x.md", content: card("create-card", ".x.md", goodFM), result: "review", reason: "unsafe-card-name"},
+		{name: "unsafe card absolute", content: card("create-card", "/etc/x.md", goodFM), result: "review", reason: "unsafe-card-name"},
+		{name: "missing front matter", content: card("create-card", "x.md", "# Card\nno front matter"), result: "review", reason: "missing-front-matter"},
+		{name: "unparsable front matter", content: card("create-card", "x.md", "---\ntopic: [unclosed\n---\nbody"), result: "review", reason: "invalid-front-matter"},
+		{name: "incomplete front matter", content: card("create-card", "x.md", "---\ntopic: x\ncategory: y\n---\nbody"), result: "review", reason: "invalid-front-matter"},
+		{name: "missing section", content: handoff("Type", "setup", "Title", "t", "Recommended memory action", "no-card"), result: "review", reason: "missing-section"},
+		{name: "unsafe target document", content: doc("../etc/passwd", "x"), result: "review", reason: "unsafe-target"},
+		{name: "unknown action", content: base("setup", "delete-card"), result: "review", reason: "unknown-action"},
+		{name: "invalid type", content: base("gossip", "no-card", "Target document", "TOOLS.md", "Suggested document content", "x"), result: "review", reason: "invalid-type"},
+		{name: "secret-like content", content: doc("TOOLS.md", "key AKIA"+"IOSFODNN7EXAMPLE"), result: "review", reason: "secret-like-content"},
+		{name: "hidden characters", content: doc("TOOLS.md", "safe\u202etxt.exe"), result: "review", reason: "hidden-characters"},
+		{name: "no target", content: base("research", "no-card"), result: "review", reason: "no-target"},
+		{name: "parse error", content: "just some notes\n", result: "malformed", reason: "parse-error"},
+		{name: "target card is a symlink", setup: func(e *testEnv) {
+			e.writeWS("memory/cards/.keep", "")
+			os.Symlink(filepath.Join(e.dir, "outside.md"), filepath.Join(e.ws, "memory/cards/x.md"))
+		}, content: card("create-card", "x.md", goodFM), result: "review", reason: "symlink"},
+		{name: "target card is a directory", setup: func(e *testEnv) { os.MkdirAll(filepath.Join(e.ws, "memory/cards/x.md"), 0o755) },
+			content: card("create-card", "x.md", goodFM), result: "review", reason: "not-regular"},
+		{name: "handoff is a symlink", setup: func(e *testEnv) {
+			os.WriteFile(filepath.Join(e.dir, "outside.md"), []byte(doc("TOOLS.md", "x")), 0o644)
+			os.Symlink(filepath.Join(e.dir, "outside.md"), filepath.Join(e.inbox, "h.md"))
+		}, result: "rejected", reason: "symlink"},
+		{name: "handoff is a FIFO", setup: func(e *testEnv) {
+			syscall.Mkfifo(filepath.Join(e.inbox, "h.md"), 0o644)
+			old := time.Now().Add(-time.Hour)
+			os.Chtimes(filepath.Join(e.inbox, "h.md"), old, old)
+		}, result: "rejected", reason: "not-regular"},
+		{name: "handoff oversize", content: doc("TOOLS.md", strings.Repeat("x", 1<<20)), result: "rejected", reason: "oversize"},
+		{name: "handoff too young", setup: func(e *testEnv) {
+			os.WriteFile(filepath.Join(e.inbox, "h.md"), []byte(doc("TOOLS.md", "x")), 0o644)
+		}, result: "deferred", reason: "too-young"},
+		{name: "handoff changing", setup: func(e *testEnv) {
+			e.put(e.inbox, "h.md", doc("TOOLS.md", "x"))
+			e.dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
+				return growingFS{}, nil
+			}
+		}, result: "deferred", reason: "changing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.setup != nil {
+				tc.setup(e)
+			}
+			if tc.content != "" {
+				e.put(e.inbox, "h.md", tc.content)
+			}
+			r := e.sync(false)
+			if len(r.Handoffs) != 1 {
+				t.Fatalf("receipt has %d handoffs, want 1: %+v", len(r.Handoffs), r.Handoffs)
+			}
+			h := r.Handoffs[0]
+			if h.Result != tc.result || h.Reason != tc.reason {
+				t.Fatalf("result %s/%s, want %s/%s", h.Result, h.Reason, tc.result, tc.reason)
+			}
+			if tc.target != "" && h.Target != tc.target {
+				t.Errorf("target %q, want %q", h.Target, tc.target)
+			}
+			if tc.wantTarget != "" {
+				if got := e.readWS(tc.target); got != tc.wantTarget {
+					t.Errorf("%s = %q, want %q", tc.target, got, tc.wantTarget)
+				}
+				if h.AfterSHA256 != sum(tc.wantTarget) {
+					t.Errorf("after_sha256 %s does not hash the target", h.AfterSHA256)
+				}
+			}
+			if h.Result == "review" {
+				draft := e.readWS(h.Target)
+				if !strings.HasPrefix(h.Target, "memory/handoff-inbox/h.") || draft != tc.content {
+					t.Errorf("review draft %s holds %d bytes, want the handoff's %d", h.Target, len(draft), len(tc.content))
+				}
+			}
+			if _, err := os.Lstat(filepath.Join(e.dir, "outside.md")); err == nil && tc.reason == "symlink" && h.Result == "review" {
+				t.Errorf("a file appeared outside the workspace through a symlinked target")
+			}
+			if r.Outcome != "ok" || r.Status != statusFor(tc.result) {
+				t.Errorf("outcome %s status %s", r.Outcome, r.Status)
+			}
+		})
+	}
+}
+
+func statusFor(result string) string {
+	if result == "deferred" {
+		return "empty"
+	}
+	return "ingested"
+}
+
+// growingFS reports a file one size at listing time and another after the
+// read, as a writer still appending would.
+type growingFS struct{ transport.Local }
+
+func (g growingFS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {
+	data, fi, err := g.Local.ReadFile(ctx, name, limit)
+	fi.Size++
+	return data, fi, err
+}
+
+// TestTierHeadingStaysInCard: a "## Tier 1" line inside Suggested card
+// content is not a section boundary; it lands inside the card.
+func TestTierHeadingStaysInCard(t *testing.T) {
+	e := newEnv(t)
+	content := goodFM + "\n## Tier 1\n- keep me\n"
+	e.put(e.inbox, "h.md", card("create-card", "tier.md", content, "Reviewer notes", "none"))
+	r := e.sync(false)
+	if r.Counts.Promoted != 1 {
+		t.Fatalf("counts %+v", r.Counts)
+	}
+	got := e.readWS("memory/cards/tier.md")
+	if !strings.Contains(got, "## Tier 1\n- keep me") || strings.Contains(got, "Reviewer notes") {
+		t.Fatalf("card = %q", got)
+	}
+}
+
+// TestDuplicateAcrossInboxes: the same bytes from two inboxes apply once;
+// the second copy is "duplicate". Invariant: none applied twice.
+func TestDuplicateAcrossInboxes(t *testing.T) {
+	e := newEnv(t)
+	h := doc("TOOLS.md", "- once")
+	e.put(e.inbox, "a.md", h)
+	e.put(e.inbox2, "b.md", h)
+	r := e.sync(false)
+	results := map[string]string{}
+	for _, x := range r.Handoffs {
+		results[x.Name] = x.Result
+	}
+	if len(results) != 2 || !(results["a.md"] == "routed" && results["b.md"] == "duplicate" || results["a.md"] == "duplicate" && results["b.md"] == "routed") {
+		t.Fatalf("results %v, want one routed and one duplicate", results)
+	}
+	if got := e.readWS("TOOLS.md"); got != "- once\n" {
+		t.Fatalf("TOOLS.md = %q, want the text once", got)
+	}
+	if r.Counts.Pulled != 2 || r.Counts.Duplicate != 1 {
+		t.Fatalf("counts %+v", r.Counts)
+	}
+	// Both copies are archived, and a later copy is a duplicate too.
+	e.put(e.inbox, "c.md", h)
+	r = e.sync(false)
+	if len(r.Handoffs) != 1 || r.Handoffs[0].Result != "duplicate" || e.readWS("TOOLS.md") != "- once\n" {
+		t.Fatalf("third copy: %+v, TOOLS.md %q", r.Handoffs, e.readWS("TOOLS.md"))
+	}
+}
+
+// TestSymlinkedWorkspaceDirs: a target through a symlinked memory/cards or
+// rules is refused and a sentinel outside stays untouched. Invariant:
+// nothing is written outside the workspace.
+func TestSymlinkedWorkspaceDirs(t *testing.T) {
+	for _, tc := range []struct{ dir, content, sentinel string }{
+		{"memory/cards", card("create-card", "x.md", goodFM), "x.md"},
+		{"rules", doc("rules/x.md", "text"), "x.md"},
+		{".learnings", doc(".learnings/LEARNINGS.md", "text"), "LEARNINGS.md"},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			e := newEnv(t)
+			outside := filepath.Join(e.dir, "outside")
+			os.MkdirAll(outside, 0o755)
+			sentinel := filepath.Join(outside, tc.sentinel)
+			os.WriteFile(sentinel, []byte("sentinel"), 0o644)
+			os.MkdirAll(filepath.Dir(filepath.Join(e.ws, tc.dir)), 0o755)
+			if err := os.Symlink(outside, filepath.Join(e.ws, tc.dir)); err != nil {
+				t.Fatal(err)
+			}
+			e.put(e.inbox, "h.md", tc.content)
+			r := e.sync(false)
+			if len(r.Handoffs) != 1 || r.Handoffs[0].Result != "review" || r.Handoffs[0].Reason != "symlink" {
+				t.Fatalf("handoffs %+v, want review/symlink", r.Handoffs)
+			}
+			if b, _ := os.ReadFile(sentinel); string(b) != "sentinel" {
+				t.Fatalf("sentinel outside the workspace changed to %q", b)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+				t.Fatalf("%d files outside the workspace, want only the sentinel", len(ents))
+			}
+		})
+	}
+}
+
+// TestDryRunWritesNothing: --dry-run leaves inboxes, workspace and .handoff
+// byte-for-byte unchanged, both on a fresh machine and after real runs.
+func TestDryRunWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	e.put(e.inbox, "a.md", card("create-card", "x.md", goodFM))
+	e.put(e.inbox, "b.md", "not a handoff")
+	e.put(e.inbox2, "c.md", doc("TOOLS.md", "t"))
+	os.Symlink("/etc/passwd", filepath.Join(e.inbox, "l.md"))
+
+	before := treeHash(t, e.dir)
+	r := e.sync(true)
+	if after := treeHash(t, e.dir); after != before {
+		t.Fatalf("dry run on a fresh workspace changed the tree")
+	}
+	if r.Mode != "dry-run" || r.Counts.Promoted != 1 || r.Counts.Routed != 1 || r.Counts.Malformed != 1 || r.Counts.Rejected != 1 {
+		t.Fatalf("dry run predicted %+v", r.Counts)
+	}
+	if _, err := os.Stat(e.ws); err == nil {
+		t.Fatal("dry run created the workspace")
+	}
+	if !strings.HasPrefix(r.Summary(), "[dry-run] Pulled 3") {
+		t.Fatalf("summary %q", r.Summary())
+	}
+
+	e.sync(false)
+	e.put(e.inbox, "d.md", doc("TOOLS.md", "more"))
+	before = treeHash(t, e.dir)
+	r = e.sync(true)
+	if after := treeHash(t, e.dir); after != before {
+		t.Fatalf("dry run after real runs changed the tree")
+	}
+	if r.Counts.Routed != 1 {
+		t.Fatalf("dry run predicted %+v", r.Counts)
+	}
+}
+
+// treeHash hashes every path, mode and content under dir (symlink targets,
+// not what they point to).
+func treeHash(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	var paths []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	sort.Strings(paths)
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s %v %d\n", p, fi.Mode(), fi.ModTime().UnixNano())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			fmt.Fprintf(h, "-> %s\n", l)
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
