@@ -11,9 +11,15 @@ import (
 )
 
 type lintResult struct {
-	File     string           `json:"file"`
-	OK       bool             `json:"ok"`
-	Problems []ingest.Problem `json:"problems"`
+	File     string        `json:"file"`
+	OK       bool          `json:"ok"`
+	Problems []lintProblem `json:"problems"`
+}
+
+type lintProblem struct {
+	Reason  string `json:"reason"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
 }
 
 func newLintCmd(g *globals) *cobra.Command {
@@ -30,9 +36,9 @@ func newLintCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return &exitError{code: exitUsage, err: fmt.Errorf("lint: %w", err)}
 				}
-				probs := ingest.Lint(data)
-				if probs == nil {
-					probs = []ingest.Problem{}
+				probs := []lintProblem{}
+				for _, p := range ingest.Lint(data) {
+					probs = append(probs, lintProblem{Reason: p.Reason, Field: p.Field, Message: p.Message})
 				}
 				results = append(results, lintResult{File: name, OK: len(probs) == 0, Problems: probs})
 				bad = bad || len(probs) > 0

@@ -1,0 +1,115 @@
+package ingest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// addFixtureSeeds adds every handoff fixture to the fuzz corpus.
+func addFixtureSeeds(f *testing.F) {
+	f.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", "handoffs", "*.md"))
+	if err != nil || len(paths) == 0 {
+		f.Fatalf("no handoff fixtures: %v", err)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	addFixtureSeeds(f)
+	for _, s := range []string{
+		"",
+		"# Memory Handoff\n## Type\n",
+		"# Memory Handoff\r\n## Type\r\nsetup\r\n## type\r\n",
+		"# Memory Handoff\n##\n## \n##\t\n## Tier 1\n",
+		"\uFEFF# Memory Handoff\n## Suggested card content\n---\n---\n",
+		"# Memory Handoff\n## Recommended memory action\nno-card\n## Target document\nrules/..md\n",
+		"# Memory Handoff\n## Suggested card content\n---\n&a [*a, *a]\n---\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := Parse(data)
+		h2, err2 := Parse(data)
+		if (err == nil) != (err2 == nil) || !reflect.DeepEqual(h, h2) {
+			t.Fatalf("Parse is not deterministic: %v / %v", err, err2)
+		}
+		if err != nil {
+			if pe, ok := errors.AsType[*ParseError](err); !ok || pe.Reason != ReasonParseError || err.Error() != err2.Error() {
+				t.Fatalf("Parse error %#v is not a stable *ParseError", err)
+			}
+			return
+		}
+		for k, v := range h.Sections {
+			if _, known := sectionHeadings[k]; !known {
+				t.Errorf("unknown section key %q", k)
+			}
+			if v != strings.TrimSpace(v) {
+				t.Errorf("section %q is not trimmed: %q", k, v)
+			}
+		}
+		if c := h.Card; c != nil && c.Content != "" && (!strings.HasSuffix(c.Content, "\n") || strings.TrimSpace(c.Content)+"\n" != c.Content) {
+			t.Errorf("card content %q is not trimmed text plus one newline", c.Content)
+		}
+		ps := h.Validate()
+		if !reflect.DeepEqual(ps, h2.Validate()) {
+			t.Fatal("Validate is not deterministic")
+		}
+		for _, p := range ps {
+			if Reasons[p.Reason] == "" || p.Message == "" {
+				t.Errorf("problem %+v has an unknown reason or no message", p)
+			}
+		}
+		if d := h.Document; ps == nil && d != nil {
+			if !IsAllowedDocument(d.Target) || headingLine(d.Content) != 0 {
+				t.Errorf("valid handoff with unsafe document %+v", d)
+			}
+		}
+		if c := h.Card; ps == nil && c != nil && !CardNameRE.MatchString(c.Name) {
+			t.Errorf("valid handoff with unsafe card name %q", c.Name)
+		}
+	})
+}
+
+func FuzzFrontMatter(f *testing.F) {
+	for _, s := range []string{
+		validCard,
+		"",
+		"---\n---\n",
+		"---\ntopic: x\n",
+		"---\n- a\n---\n",
+		"---\ntopic: x\ncategory: y\ntags: [a]\ntopic: z\n---\n",
+		"---\na: &a [*a]\n---\n",
+		"---\r\ntopic: \"x\"\r\ncategory: 'y'\r\ntags:\r\n  - a\r\n---\r\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, content string) {
+		m, p := FrontMatter(content)
+		if (m == nil) == (p == nil) {
+			t.Fatalf("FrontMatter = %v, %v: want exactly one of a mapping and a problem", m, p)
+		}
+		if p != nil {
+			if p.Reason != ReasonMissingFrontMatter && p.Reason != ReasonInvalidFrontMatter {
+				t.Fatalf("unexpected reason %q", p.Reason)
+			}
+			return
+		}
+		if !isScalar(m["topic"]) || !isScalar(m["category"]) {
+			t.Errorf("accepted front matter without topic or category: %v", m)
+		}
+		if _, ok := m["tags"].([]any); !ok {
+			t.Errorf("accepted front matter whose tags are %T", m["tags"])
+		}
+	})
+}

@@ -1,0 +1,600 @@
+package ingest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Section keys: the lowercase names of the sections that split a handoff.
+// Any other "## " line belongs to the body of the section above it.
+const (
+	SectionType            = "type"
+	SectionTitle           = "title"
+	SectionSummary         = "summary"
+	SectionDurableFacts    = "durable facts"
+	SectionEvidence        = "evidence"
+	SectionAction          = "recommended memory action"
+	SectionTargetCard      = "target card"
+	SectionExpectedSHA     = "expected card sha256"
+	SectionCardContent     = "suggested card content"
+	SectionTargetDocument  = "target document"
+	SectionDocumentContent = "suggested document content"
+	SectionReviewerNotes   = "reviewer notes"
+)
+
+// sectionHeadings maps each section key to the heading a writer should use.
+var sectionHeadings = map[string]string{
+	SectionType:            "Type",
+	SectionTitle:           "Title",
+	SectionSummary:         "Summary",
+	SectionDurableFacts:    "Durable facts",
+	SectionEvidence:        "Evidence",
+	SectionAction:          "Recommended memory action",
+	SectionTargetCard:      "Target card",
+	SectionExpectedSHA:     "Expected card SHA256",
+	SectionCardContent:     "Suggested card content",
+	SectionTargetDocument:  "Target document",
+	SectionDocumentContent: "Suggested document content",
+	SectionReviewerNotes:   "Reviewer notes",
+}
+
+// Memory actions a handoff can recommend.
+const (
+	ActionCreateCard = "create-card"
+	ActionUpdateCard = "update-card"
+	ActionNoCard     = "no-card"
+)
+
+// handoffTypes are the values the Type section may take.
+var handoffTypes = map[string]bool{
+	"setup": true, "workflow": true, "bugfix": true, "decision": true,
+	"security": true, "preference": true, "research": true, "project-context": true,
+}
+
+// Handoff is a parsed memory handoff. Parse fills it; Validate checks it.
+type Handoff struct {
+	// Sections maps each section key present in the file to its body: the
+	// text between its heading line and the next known heading, trimmed of
+	// surrounding white space. A heading with nothing under it maps to "".
+	Sections map[string]string
+
+	Type    string // the Type section, lowercased
+	Title   string
+	Summary string
+	Action  string // the Recommended memory action section, lowercased
+
+	// Card is set when the Target card, Expected card SHA256 or Suggested
+	// card content section is non-empty.
+	Card *CardChange
+	// Document is set when the Target document or Suggested document
+	// content section is non-empty.
+	Document *DocChange
+
+	raw string // the whole file, as parsed, for the content scans
+}
+
+// CardChange is the card half of a handoff.
+type CardChange struct {
+	Name           string // the Target card section
+	ExpectedSHA256 string // the Expected card SHA256 section, lowercased
+	// Content is exactly what the card file gets: the Suggested card content
+	// section plus one "\n", or "" when that section is empty.
+	Content string
+}
+
+// DocChange is the document half of a handoff.
+type DocChange struct {
+	Target  string // the Target document section, a workspace-relative path
+	Content string // the Suggested document content section, without a trailing newline
+}
+
+// ParseError reports a file that is not a handoff at all (a malformed one).
+type ParseError struct {
+	Reason string // always ReasonParseError
+	Msg    string
+}
+
+func (e *ParseError) Error() string { return e.Reason + ": " + e.Msg }
+
+func parseErrorf(format string, args ...any) *ParseError {
+	return &ParseError{Reason: ReasonParseError, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Problem is one reason a parsed handoff cannot be applied automatically.
+type Problem struct {
+	Reason  string // a reason code, see Reasons
+	Field   string // the section key concerned, or "" for the whole file
+	Message string // lower-case, says what to fix
+}
+
+func (p Problem) String() string { return p.Reason + ": " + p.Message }
+
+func problemf(reason, field, format string, args ...any) Problem {
+	return Problem{Reason: reason, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+var titleRE = regexp.MustCompile(`^#[ \t]+(?i:memory handoff)[ \t\r]*$`)
+
+// Parse parses a handoff. It returns a *ParseError when data is not valid
+// UTF-8, holds a NUL byte, does not start with a "# Memory Handoff" line, has
+// no known section, or has a known section twice. CRLF line endings are
+// accepted, and section bodies use "\n". A leading byte order mark is
+// tolerated here and reported by Validate.
+func Parse(data []byte) (*Handoff, error) {
+	if !utf8.Valid(data) {
+		return nil, parseErrorf("the file is not valid UTF-8; save it as UTF-8")
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return nil, parseErrorf("NUL byte at offset %d; remove it", i)
+	}
+	text := strings.TrimPrefix(string(data), "\uFEFF")
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+
+	h := &Handoff{Sections: map[string]string{}, raw: string(data)}
+	titled := false
+	key := "" // the section being read
+	var body []string
+	flush := func() {
+		if key != "" {
+			h.Sections[key] = strings.TrimSpace(strings.Join(body, "\n"))
+		}
+	}
+	for n, line := range strings.Split(text, "\n") {
+		if !titled {
+			if strings.Trim(line, " \t\r") == "" {
+				continue
+			}
+			if !titleRE.MatchString(line) {
+				return nil, parseErrorf("line %d: the first line must be %q", n+1, "# Memory Handoff")
+			}
+			titled = true
+			continue
+		}
+		next, ok := sectionKey(line)
+		if !ok {
+			body = append(body, line)
+			continue
+		}
+		flush()
+		if _, dup := h.Sections[next]; dup {
+			return nil, parseErrorf("line %d: section %q appears twice; merge them into one", n+1, "## "+sectionHeadings[next])
+		}
+		h.Sections[next] = ""
+		key, body = next, body[:0]
+	}
+	flush()
+	if !titled {
+		return nil, parseErrorf("the file is empty; a handoff starts with %q", "# Memory Handoff")
+	}
+	if len(h.Sections) == 0 {
+		return nil, parseErrorf("no known section; add %q, %q and the other sections", "## Type", "## Title")
+	}
+
+	s := h.Sections
+	h.Type = strings.ToLower(s[SectionType])
+	h.Title = s[SectionTitle]
+	h.Summary = s[SectionSummary]
+	h.Action = strings.ToLower(s[SectionAction])
+	if s[SectionTargetCard] != "" || s[SectionExpectedSHA] != "" || s[SectionCardContent] != "" {
+		h.Card = &CardChange{
+			Name:           s[SectionTargetCard],
+			ExpectedSHA256: strings.ToLower(s[SectionExpectedSHA]),
+		}
+		if c := s[SectionCardContent]; c != "" {
+			h.Card.Content = c + "\n"
+		}
+	}
+	if s[SectionTargetDocument] != "" || s[SectionDocumentContent] != "" {
+		h.Document = &DocChange{Target: s[SectionTargetDocument], Content: s[SectionDocumentContent]}
+	}
+	return h, nil
+}
+
+// sectionKey reports whether line is the heading of a known section, and
+// which. A heading is "##", one or more spaces or tabs, then the name, matched
+// case-insensitively in ASCII only (so look-alike letters never split).
+func sectionKey(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "##")
+	if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+		return "", false
+	}
+	name := strings.Trim(rest, " \t\r")
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	key := strings.ToLower(name)
+	_, known := sectionHeadings[key]
+	return key, known
+}
+
+// Lint parses data and validates the result. A file that does not parse
+// yields a single parse-error problem.
+func Lint(data []byte) []Problem {
+	h, err := Parse(data)
+	if err != nil {
+		msg := err.Error()
+		if pe, ok := errors.AsType[*ParseError](err); ok {
+			msg = pe.Msg
+		}
+		return []Problem{{Reason: ReasonParseError, Message: msg}}
+	}
+	return h.Validate()
+}
+
+// Validate runs every check that does not need the workspace and returns the
+// problems found, most important first, or nil when the handoff may be
+// planned. The first problem's reason is the one a review draft is filed
+// under. Checks that need the workspace (card-exists, card-missing,
+// hash-conflict, symlinks) belong to the planner.
+func (h *Handoff) Validate() []Problem {
+	var ps []Problem
+	add := func(reason, field, format string, args ...any) {
+		ps = append(ps, problemf(reason, field, format, args...))
+	}
+
+	raw := h.raw
+	if raw == "" {
+		raw = h.joinSections()
+	}
+	if p := hiddenProblem(raw); p != nil {
+		ps = append(ps, *p)
+	}
+	if p := secretProblem(raw); p != nil {
+		ps = append(ps, *p)
+	}
+
+	for _, k := range []string{SectionType, SectionTitle, SectionSummary, SectionAction} {
+		if strings.TrimSpace(h.Sections[k]) == "" {
+			add(ReasonMissingSection, k, "add a non-empty %q section", "## "+sectionHeadings[k])
+		}
+	}
+	if h.Type != "" && !handoffTypes[h.Type] {
+		add(ReasonInvalidType, SectionType, "type %q is not known; use one of setup, workflow, bugfix, decision, security, preference, research, project-context", clip(h.Type))
+	}
+	switch h.Action {
+	case "", ActionCreateCard, ActionUpdateCard, ActionNoCard:
+	default:
+		add(ReasonUnknownAction, SectionAction, "action %q is not known; use create-card, update-card or no-card", clip(h.Action))
+	}
+	if h.Card != nil && h.Document != nil {
+		add(ReasonBothCardAndDocument, "", "a handoff either changes a card or appends to a document; remove the card sections or the document sections")
+	}
+
+	switch h.Action {
+	case ActionCreateCard, ActionUpdateCard:
+		ps = append(ps, h.validateCard()...)
+	case ActionNoCard:
+		ps = append(ps, h.validateDocument()...)
+	}
+	return ps
+}
+
+// validateCard checks the card half of a create-card or update-card handoff.
+func (h *Handoff) validateCard() []Problem {
+	var ps []Problem
+	c := h.Card
+	if c == nil {
+		c = &CardChange{}
+	}
+	if c.Name == "" {
+		ps = append(ps, problemf(ReasonMissingSection, SectionTargetCard, "%s needs a %q section naming the card, like \"my-topic.md\"", h.Action, "## Target card"))
+	}
+	if c.Content == "" {
+		ps = append(ps, problemf(ReasonMissingSection, SectionCardContent, "%s needs a %q section with the whole card", h.Action, "## Suggested card content"))
+	}
+	if c.Name != "" && !isCardName(c.Name) {
+		ps = append(ps, problemf(ReasonUnsafeCardName, SectionTargetCard, "card name %q is not allowed; use a plain file name of letters, digits, '.', '_' or '-' that starts with a letter or digit and ends in .md", clip(c.Name)))
+	}
+	if c.Content != "" {
+		if _, p := FrontMatter(c.Content); p != nil {
+			ps = append(ps, *p)
+		}
+	}
+	if h.Action == ActionUpdateCard && !sha256RE.MatchString(c.ExpectedSHA256) {
+		ps = append(ps, problemf(ReasonMissingExpectedSHA, SectionExpectedSHA, "update-card needs an %q section holding the 64 hex digit sha256 of the card as you last saw it (sha256sum memory/cards/NAME.md)", "## Expected card SHA256"))
+	}
+	return ps
+}
+
+// validateDocument checks a no-card handoff.
+func (h *Handoff) validateDocument() []Problem {
+	d := h.Document
+	if d == nil {
+		if h.Card != nil {
+			return []Problem{{Reason: ReasonUnknownAction, Field: SectionAction, Message: "no-card cannot carry a card; use create-card or update-card, or remove the card sections"}}
+		}
+		return []Problem{problemf(ReasonNoTarget, SectionTargetDocument, "no-card with no %q leaves nothing to apply; a person will review it, or name a document to append to", "## Target document")}
+	}
+	var ps []Problem
+	if d.Target == "" {
+		ps = append(ps, problemf(ReasonMissingSection, SectionTargetDocument, "add a %q section naming the document to append to", "## Target document"))
+	}
+	if d.Content == "" {
+		ps = append(ps, problemf(ReasonMissingSection, SectionDocumentContent, "add a %q section with the text to append", "## Suggested document content"))
+	}
+	if d.Target != "" && !IsAllowedDocument(d.Target) {
+		ps = append(ps, problemf(ReasonUnsafeTarget, SectionTargetDocument, "target %q is not allowed; use TOOLS.md, USER.md, rules/NAME.md, .learnings/LEARNINGS.md, .learnings/ERRORS.md or .learnings/FEATURE_REQUESTS.md", clip(d.Target)))
+	}
+	if n := headingLine(d.Content); n > 0 {
+		ps = append(ps, problemf(ReasonHeadingInDocument, SectionDocumentContent, "line %d of the document content is a \"#\" or \"##\" heading; use \"###\" or deeper", n))
+	}
+	return ps
+}
+
+// joinSections rebuilds scan text for a Handoff that Parse did not make.
+func (h *Handoff) joinSections() string {
+	var b strings.Builder
+	for _, k := range []string{SectionType, SectionTitle, SectionSummary, SectionDurableFacts, SectionEvidence,
+		SectionAction, SectionTargetCard, SectionExpectedSHA, SectionCardContent, SectionTargetDocument,
+		SectionDocumentContent, SectionReviewerNotes} {
+		b.WriteString(h.Sections[k])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// clip shortens a writer's value for quoting in a message.
+func clip(s string) string {
+	const max = 60
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+var (
+	// CardNameRE matches an allowed card file name (memory/cards/<name>).
+	CardNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*\.md$`)
+	// RuleTargetRE matches an allowed rules document. The name may not start
+	// with a dot, which rules out hidden files, "." and "..".
+	RuleTargetRE = regexp.MustCompile(`^rules/[A-Za-z0-9_-][A-Za-z0-9._-]*\.md$`)
+
+	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// maxNameLen is the longest file name most file systems accept.
+const maxNameLen = 255
+
+func isCardName(name string) bool {
+	return len(name) <= maxNameLen && CardNameRE.MatchString(name)
+}
+
+// fixedDocuments are the documents other than rules/*.md that no-card
+// handoffs may append to, as workspace-relative paths.
+var fixedDocuments = map[string]bool{
+	"TOOLS.md":                       true,
+	"USER.md":                        true,
+	".learnings/LEARNINGS.md":        true,
+	".learnings/ERRORS.md":           true,
+	".learnings/FEATURE_REQUESTS.md": true,
+}
+
+// IsAllowedDocument reports whether target is a document a no-card handoff
+// may append to. The match is exact: no case folding, no path cleaning.
+func IsAllowedDocument(target string) bool {
+	if fixedDocuments[target] {
+		return true
+	}
+	return len(target) <= len("rules/")+maxNameLen && RuleTargetRE.MatchString(target)
+}
+
+// headingLine returns the 1-based number of the first line of content that
+// is a level-1 or level-2 ATX heading ("#", "## x", up to three leading
+// spaces), or 0 when there is none.
+func headingLine(content string) int {
+	for i, line := range strings.Split(content, "\n") {
+		n := 0
+		for n < 3 && n < len(line) && line[n] == ' ' {
+			n++
+		}
+		l := strings.TrimRight(line[n:], " \t\r")
+		hashes := len(l) - len(strings.TrimLeft(l, "#"))
+		if hashes == 0 || hashes > 2 {
+			continue
+		}
+		if rest := l[hashes:]; rest == "" || rest[0] == ' ' || rest[0] == '\t' {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// FrontMatter parses the YAML front matter that card content must start
+// with: a "---" first line, a closing "---" line, and between them a YAML
+// mapping with a non-empty scalar topic and category and a tags list. It
+// returns the mapping, or a missing-front-matter or invalid-front-matter
+// problem that says what to fix.
+func FrontMatter(content string) (map[string]any, *Problem) {
+	lines := strings.Split(content, "\n")
+	isFence := func(l string) bool { return strings.TrimRight(l, " \t\r") == "---" }
+	if !isFence(lines[0]) {
+		return nil, &Problem{Reason: ReasonMissingFrontMatter, Field: SectionCardContent, Message: "card content must start with a \"---\" line opening YAML front matter with topic, category and tags"}
+	}
+	end := -1
+	for i := 1; i < len(lines); i++ {
+		if isFence(lines[i]) {
+			end = i
+			break
+		}
+	}
+	invalid := func(format string, args ...any) (map[string]any, *Problem) {
+		p := problemf(ReasonInvalidFrontMatter, SectionCardContent, format, args...)
+		return nil, &p
+	}
+	if end < 0 {
+		return invalid("the front matter is not closed; add a \"---\" line after it")
+	}
+	var v any
+	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines[1:end], "\n")), &v); err != nil {
+		return invalid("the front matter is not valid YAML (%s); fix it", clip(yamlErrorText(err)))
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return invalid("the front matter must be a YAML mapping like \"topic: ...\"; add topic, category and tags")
+	}
+	var lacks []string
+	for _, k := range []string{"topic", "category"} {
+		if !isScalar(m[k]) {
+			lacks = append(lacks, "a non-empty "+k)
+		}
+	}
+	if _, ok := m["tags"].([]any); !ok {
+		lacks = append(lacks, "a tags list such as [go, ssh]")
+	}
+	if lacks != nil {
+		return invalid("the front matter needs %s", strings.Join(lacks, ", "))
+	}
+	return m, nil
+}
+
+// isScalar reports whether a front matter value is a non-empty string, a
+// number or a boolean. YAML 1.1 reads "yes", "on" or "y" as booleans, and the
+// card is written verbatim anyway, so those count as values too.
+func isScalar(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.TrimSpace(v) != ""
+	case float64, bool:
+		return true
+	}
+	return false
+}
+
+// yamlErrorText drops the converter's wrapping from a sigs.k8s.io/yaml error.
+func yamlErrorText(err error) string {
+	s := err.Error()
+	for _, p := range []string{"error converting YAML to JSON: ", "error unmarshaling JSON: ", "yaml: "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// AppendDocument returns a document's new bytes after a no-card handoff
+// appends content (already trimmed) to its old bytes. An absent or empty
+// document becomes content and a newline; otherwise the old text loses its
+// trailing newlines and gains a blank line, content and a newline.
+func AppendDocument(old []byte, content string) []byte {
+	if len(old) == 0 {
+		return []byte(content + "\n")
+	}
+	out := bytes.TrimRight(old, "\n")
+	out = append(out[:len(out):len(out)], "\n\n"...)
+	out = append(out, content...)
+	return append(out, '\n')
+}
+
+// hiddenProblem reports the first character that can hide or disguise text:
+// C0 controls other than tab, newline and carriage return, DEL, C1 controls,
+// bidirectional controls, zero-width and other invisible characters, Unicode
+// tag characters, runs of variation selectors, and a carriage return that does
+// not end a line.
+func hiddenProblem(s string) *Problem {
+	var first rune
+	firstLine, count, line := 0, 0, 1
+	prevVS := false
+	for i, r := range s {
+		vs := isVariationSelector(r)
+		hidden := isHiddenRune(r) || (vs && prevVS) ||
+			(r == '\r' && i+1 < len(s) && s[i+1] != '\n')
+		prevVS = vs
+		if hidden {
+			if count == 0 {
+				first, firstLine = r, line
+			}
+			count++
+		}
+		if r == '\n' {
+			line++
+		}
+	}
+	if count == 0 {
+		return nil
+	}
+	more := ""
+	if count > 1 {
+		more = fmt.Sprintf(" (and %d more)", count-1)
+	}
+	p := problemf(ReasonHiddenCharacters, "", "line %d holds the invisible or control character U+%04X%s; remove it", firstLine, first, more)
+	return &p
+}
+
+func isHiddenRune(r rune) bool {
+	switch {
+	case r < 0x20:
+		return r != '\t' && r != '\n' && r != '\r'
+	case r >= 0x7f && r <= 0x9f: // DEL and C1 controls
+		return true
+	case r >= 0x200b && r <= 0x200f, // zero-width space, joiners, LRM, RLM
+		r >= 0x202a && r <= 0x202e,   // bidi embeddings and overrides
+		r >= 0x2060 && r <= 0x2064,   // word joiner, invisible operators
+		r >= 0x2066 && r <= 0x206f,   // bidi isolates, deprecated format chars
+		r >= 0xfff9 && r <= 0xfffb,   // interlinear annotation
+		r >= 0xe0000 && r <= 0xe007f: // tag characters
+		return true
+	}
+	switch r {
+	case 0x00ad, // soft hyphen
+		0x034f,         // combining grapheme joiner
+		0x061c,         // arabic letter mark
+		0x115f, 0x1160, // hangul fillers
+		0x17b4, 0x17b5, // khmer inherent vowels
+		0x180e, // mongolian vowel separator
+		0x3164, // hangul filler
+		0xfeff, // zero-width no-break space, byte order mark
+		0xffa0: // halfwidth hangul filler
+		return true
+	}
+	return false
+}
+
+// isVariationSelector reports variation selectors: one after a character is
+// ordinary (emoji), but a run of them can smuggle data.
+func isVariationSelector(r rune) bool {
+	return (r >= 0xfe00 && r <= 0xfe0f) || (r >= 0xe0100 && r <= 0xe01ef)
+}
+
+// secretPatterns are high-confidence formats of private keys and tokens.
+var secretPatterns = []struct {
+	what string
+	re   *regexp.Regexp
+}{
+	{"a private key block", regexp.MustCompile(`-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----`)},
+	{"an AWS access key id", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{"a GitHub token", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`)},
+	{"a GitHub token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{50,}`)},
+	{"a Slack token", regexp.MustCompile(`\bxox[abprs]-[0-9]+-[0-9A-Za-z-]{10,}`)},
+	{"an Anthropic API key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{32,}`)},
+	{"an OpenAI API key", regexp.MustCompile(`\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`)},
+	{"an OpenAI API key", regexp.MustCompile(`\bsk-[A-Za-z0-9]{32,}\b`)},
+	{"a Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
+	{"a Stripe live key", regexp.MustCompile(`\b[rs]k_live_[0-9A-Za-z]{20,}`)},
+}
+
+// secretProblem reports the earliest secret-looking text in s. The message
+// names the kind and line, never the value, because it lands in receipts.
+func secretProblem(s string) *Problem {
+	at, what := -1, ""
+	for _, p := range secretPatterns {
+		if loc := p.re.FindStringIndex(s); loc != nil && (at < 0 || loc[0] < at) {
+			at, what = loc[0], p.what
+		}
+	}
+	if at < 0 {
+		return nil
+	}
+	line := strings.Count(s[:at], "\n") + 1
+	p := problemf(ReasonSecretLike, "", "line %d looks like %s; remove it (and rotate it if it was real), or describe it without the value", line, what)
+	return &p
+}

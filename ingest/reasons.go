@@ -1,0 +1,61 @@
+package ingest
+
+// Reason codes say why a handoff was not applied as written. They appear in
+// receipts, in the ledger and in `handoff lint` output, so they are stable:
+// never rename one, only add new ones.
+const (
+	// Malformed: the file cannot be parsed as a handoff at all.
+	ReasonParseError = "parse-error"
+
+	// Review: parsed, but not safe to apply automatically.
+	ReasonMissingSection      = "missing-section"
+	ReasonMissingFrontMatter  = "missing-front-matter"
+	ReasonInvalidFrontMatter  = "invalid-front-matter"
+	ReasonUnsafeCardName      = "unsafe-card-name"
+	ReasonCardExists          = "card-exists"
+	ReasonCardMissing         = "card-missing"
+	ReasonMissingExpectedSHA  = "missing-expected-sha256"
+	ReasonHashConflict        = "hash-conflict"
+	ReasonBothCardAndDocument = "both-card-and-document"
+	ReasonUnsafeTarget        = "unsafe-target"
+	ReasonHeadingInDocument   = "heading-in-document"
+	ReasonUnknownAction       = "unknown-action"
+	ReasonInvalidType         = "invalid-type"
+	ReasonSecretLike          = "secret-like-content"
+	ReasonHiddenCharacters    = "hidden-characters"
+	ReasonNoTarget            = "no-target"
+
+	// Rejected or deferred at claim time: the file was never read, or not yet.
+	ReasonSymlink    = "symlink"
+	ReasonNotRegular = "not-regular"
+	ReasonOversize   = "oversize"
+	ReasonChanging   = "changing"
+	ReasonTooYoung   = "too-young"
+)
+
+// Reasons maps every reason code to a one-line description for people; the
+// documentation of receipts is generated from it.
+var Reasons = map[string]string{
+	ReasonParseError:          "the file is not a handoff: invalid UTF-8, a NUL byte, no \"# Memory Handoff\" first line, no known section, or a section given twice",
+	ReasonMissingSection:      "a required section is absent or empty",
+	ReasonMissingFrontMatter:  "the suggested card content does not start with a \"---\" front matter block",
+	ReasonInvalidFrontMatter:  "the card front matter is unclosed, is not a YAML mapping, or lacks topic, category or a tags list",
+	ReasonUnsafeCardName:      "the target card is not a plain file name like \"my-card.md\"",
+	ReasonCardExists:          "create-card names a card that already exists",
+	ReasonCardMissing:         "update-card names a card that does not exist",
+	ReasonMissingExpectedSHA:  "update-card lacks an expected card sha256 of 64 hex digits",
+	ReasonHashConflict:        "the card no longer has the sha256 the writer expected: someone changed it since",
+	ReasonBothCardAndDocument: "the handoff carries both card fields and document fields",
+	ReasonUnsafeTarget:        "the target document is not one of the allowed documents",
+	ReasonHeadingInDocument:   "the document content contains a \"#\" or \"##\" heading line",
+	ReasonUnknownAction:       "the recommended memory action is not create-card, update-card or no-card, or does not fit the fields given",
+	ReasonInvalidType:         "the type is not one of the known handoff types",
+	ReasonSecretLike:          "the handoff contains what looks like a private key or access token",
+	ReasonHiddenCharacters:    "the handoff contains invisible, bidirectional or control characters",
+	ReasonNoTarget:            "a no-card handoff names no document to update, so a person must decide",
+	ReasonSymlink:             "the handoff, its inbox or a target path is a symbolic link",
+	ReasonNotRegular:          "the handoff is not a regular file",
+	ReasonOversize:            "the handoff is larger than max_file_size",
+	ReasonChanging:            "the handoff changed while it was being read; it is retried on the next run",
+	ReasonTooYoung:            "the handoff is younger than settle; it is retried on the next run",
+}
