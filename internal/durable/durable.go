@@ -22,7 +22,15 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 )
+
+// syncs counts fsync calls made by this package, for benchmarks.
+var syncs atomic.Int64
+
+// Syncs returns how many fsyncs (files and directories) this package has
+// issued since the process started.
+func Syncs() int64 { return syncs.Load() }
 
 // TempPrefix starts the name of every temporary file this package creates.
 const TempPrefix = ".handoff-tmp."
@@ -61,6 +69,7 @@ func WriteFileNoDirSync(root *os.Root, name string, data []byte, perm fs.FileMod
 	if n != len(data) {
 		return fmt.Errorf("durable: write %s: short write (%d of %d bytes)", name, n, len(data))
 	}
+	syncs.Add(1)
 	if err = f.Sync(); err != nil {
 		return fmt.Errorf("durable: fsync %s: %w", name, err)
 	}
@@ -81,6 +90,7 @@ func SyncDir(root *os.Root, dir string) error {
 		return fmt.Errorf("durable: open dir %s: %w", dir, err)
 	}
 	defer d.Close()
+	syncs.Add(1)
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("durable: fsync dir %s: %w", dir, err)
 	}

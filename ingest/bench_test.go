@@ -1,0 +1,82 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/durable"
+)
+
+// mixedHandoff returns the i-th of a mix: card creations, document appends
+// spread over a few targets, reviews and malformed files.
+func mixedHandoff(i int) string {
+	head := fmt.Sprintf("# Memory Handoff\n\n## Type\nworkflow\n\n## Title\nh%d\n\n## Summary\ns\n\n", i)
+	switch i % 5 {
+	case 0, 1:
+		return head + fmt.Sprintf("## Recommended memory action\ncreate-card\n\n## Target card\ncard-%d.md\n\n## Suggested card content\n---\ntopic: t%d\ncategory: c\ntags: [x]\n---\nbody %d\n", i, i, i)
+	case 2, 3:
+		targets := []string{"TOOLS.md", "USER.md", "rules/go.md", ".learnings/LEARNINGS.md"}
+		return head + fmt.Sprintf("## Recommended memory action\nno-card\n\n## Target document\n%s\n\n## Suggested document content\n- note %d\n", targets[i%4], i)
+	default:
+		if i%10 == 4 {
+			return fmt.Sprintf("not a handoff %d\n", i)
+		}
+		return head + fmt.Sprintf("## Recommended memory action\nno-card\n\n## Target document\n../x%d.md\n\n## Suggested document content\nx\n", i)
+	}
+}
+
+// BenchmarkIngest1000 applies 1,000 stored mixed handoffs per iteration
+// through the full transaction (plan, backup, guarded write, bookkeeping).
+func BenchmarkIngest1000(b *testing.B) {
+	const n = 1000
+	ctx := context.Background()
+	var syncs int64
+	for b.Loop() {
+		b.StopTimer()
+		dir := b.TempDir()
+		ws := filepath.Join(dir, "ws")
+		spool, err := claim.OpenSpool(filepath.Join(ws, SpoolDir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		led, err := OpenLedger(filepath.Join(dir, "ledger.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := map[string][]byte{}
+		var srcs []claim.Source
+		for i := 0; i < n; i++ {
+			data := []byte(mixedHandoff(i))
+			sha := claim.Hash(data)
+			batch[sha] = data
+			srcs = append(srcs, claim.Source{Host: "h", Inbox: "/in", Name: fmt.Sprintf("h%d.md", i), SHA256: sha, Size: int64(len(data))})
+		}
+		if err := spool.Put(batch); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := led.RecordSources(ctx, "seed", srcs); err != nil {
+			b.Fatal(err)
+		}
+		ing, err := New(Options{Workspace: ws, RunID: "bench"}, led, spool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := durable.Syncs()
+		b.StartTimer()
+		entries, err := ing.Run(ctx)
+		b.StopTimer()
+		syncs += durable.Syncs() - before
+		if err != nil || len(entries) != n {
+			b.Fatalf("ingested %d of %d: %v", len(entries), n, err)
+		}
+		ing.Close()
+		led.Close()
+		spool.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(syncs)/float64(b.N*n), "file-fsyncs/handoff")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/handoff")
+}
