@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       ?= bin/handoff
 PKGS      := ./...
-STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: build test test-short lint fmt bench bench-quick demo torture fuzz clean
 

@@ -1,0 +1,20 @@
+// Package ingest turns stored handoffs into workspace changes: parsing and
+// validation (the handoff format and its reason codes), planning, the
+// transaction (plan, backup, guarded commit, bookkeeping), crash recovery,
+// and the SQLite ledger that remembers all of it.
+//
+// Guarantees:
+//   - A content (by SHA-256) is applied at most once, ever; later copies are
+//     recorded as duplicates.
+//   - A plan is durable in the ledger before its target is touched; the
+//     target's prior content is durable under .handoff/backups before it is
+//     replaced; the target is replaced atomically and only while it still
+//     hashes to the plan's before-hash.
+//   - A run killed at any point is finished by the next one without a second
+//     application: the target's hash tells whether the write happened.
+//   - Nothing is written outside the workspace: every path is resolved in an
+//     os.Root, and a symlinked component or target routes the handoff to
+//     review instead.
+//   - Anything not clearly safe (failed validation, secret-like or hidden
+//     content, stale hashes) goes to review with a stable reason code.
+package ingest
