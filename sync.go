@@ -46,8 +46,11 @@ type Options struct {
 	DryRun    bool
 	Parallel  int          // hosts pulled at once; 0 means 8
 	Log       *slog.Logger // progress and diagnostics; nil discards
-	Dial      Dialer       // nil: local hosts only
-	Now       func() time.Time
+	Dial      Dialer       // in-process pulls only; nil: DialHost
+	// Worker is the handoff binary to run each host's pull in, isolated in
+	// its own process; "" pulls in this process (tests, library use).
+	Worker string
+	Now    func() time.Time
 }
 
 // Sync pulls the selected hosts, ingests everything stored, and (unless a
@@ -242,44 +245,33 @@ func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st 
 }
 
 func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) claim.HostReport {
+	if opts.Worker != "" {
+		return pullInWorker(ctx, h, opts, st, runID, log)
+	}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
-	fail := func(err error) claim.HostReport {
+	dial := opts.Dial
+	if dial == nil {
+		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return DialHost(ctx, h, log) }
+	}
+	fsys, err := dial(ctx, h)
+	if err != nil {
 		log.Warn("host failed", "host", h.Name, "err", err)
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: "error", Error: err.Error()}
 	}
-	var fsys transport.FS
-	switch {
-	case opts.Dial != nil:
-		var err error
-		if fsys, err = opts.Dial(ctx, h); err != nil {
-			return fail(err)
-		}
-	case h.Transport == "local":
-		fsys = transport.NewLocal()
-	default:
-		return fail(fmt.Errorf("transport %q is not available in this build", h.Transport))
-	}
 	defer fsys.Close()
-	cfg := claim.Config{
-		Host: h.Name, Transport: h.Transport, Harnesses: h.Harnesses, Inboxes: h.Inboxes,
-		MaxFileSize: h.MaxFileSize, Settle: h.Settle, DryRun: opts.DryRun, Now: opts.Now, Log: log,
-	}
-	for _, d := range h.Discover {
-		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
-	}
-	rep := claim.Pull(ctx, fsys, cfg, st.spool, st.led, runID, ingest.Parses)
-	if ctx.Err() == context.DeadlineExceeded && rep.Outcome == "ok" {
-		rep.Outcome, rep.Error = "error", fmt.Sprintf("deadline of %s exceeded", h.Timeout)
-	}
-	return rep
+	return pullWith(ctx, fsys, h, st.spool, st.led, runID, opts.DryRun, opts.Now, log)
 }
 
-// state is the workspace's .handoff directory as a run uses it.
+// state is the workspace's .handoff directory as a run uses it. The paths
+// let a worker process open the same ledger and spool.
 type state struct {
-	led     *ingest.Ledger
-	spool   claim.Spool
-	closers []func() error
+	led        *ingest.Ledger
+	spool      claim.Spool
+	ledgerPath string
+	spoolDir   string
+	baseSpool  string // dry run: the real spool, read-only
+	closers    []func() error
 }
 
 func (s *state) close() {
@@ -288,12 +280,11 @@ func (s *state) close() {
 	}
 }
 
-// openState opens the ledger and spool. A dry run opens a scratch copy of
-// the ledger in a temporary directory and an in-memory spool over the real
-// one, so that nothing under the workspace changes.
+// openState opens the ledger and spool. A dry run works on a scratch copy of
+// the ledger and a scratch spool layered over the real one, all in a
+// temporary directory, so that nothing under the workspace changes.
 func openState(ws string, dryRun bool) (*state, error) {
-	st := &state{}
-	ledgerPath := filepath.Join(ws, ingest.LedgerFile)
+	st := &state{ledgerPath: filepath.Join(ws, ingest.LedgerFile), spoolDir: filepath.Join(ws, ingest.SpoolDir)}
 	if dryRun {
 		tmp, err := os.MkdirTemp("", "handoff-dry-run-")
 		if err != nil {
@@ -301,32 +292,22 @@ func openState(ws string, dryRun bool) (*state, error) {
 		}
 		st.closers = append(st.closers, func() error { return os.RemoveAll(tmp) })
 		for _, suffix := range []string{"", "-wal"} {
-			if err := copyFile(ledgerPath+suffix, filepath.Join(tmp, "ledger.db"+suffix)); err != nil {
+			if err := copyFile(st.ledgerPath+suffix, filepath.Join(tmp, "ledger.db"+suffix)); err != nil {
 				st.close()
 				return nil, fmt.Errorf("dry run: copy ledger: %w", err)
 			}
 		}
-		ledgerPath = filepath.Join(tmp, "ledger.db")
-		mem := &claim.MemSpool{}
-		base, err := claim.OpenSpoolReadOnly(filepath.Join(ws, ingest.SpoolDir))
-		if err != nil {
-			st.close()
-			return nil, err
-		}
-		if base != nil {
-			mem.Base = base
-			st.closers = append(st.closers, base.Close)
-		}
-		st.spool = mem
-	} else {
-		sp, err := claim.OpenSpool(filepath.Join(ws, ingest.SpoolDir))
-		if err != nil {
-			return nil, err
-		}
-		st.spool = sp
-		st.closers = append(st.closers, sp.Close)
+		st.baseSpool = st.spoolDir
+		st.ledgerPath, st.spoolDir = filepath.Join(tmp, "ledger.db"), filepath.Join(tmp, "spool")
 	}
-	led, err := ingest.OpenLedger(ledgerPath)
+	sp, err := openSpool(st.spoolDir, st.baseSpool)
+	if err != nil {
+		st.close()
+		return nil, err
+	}
+	st.spool = sp
+	st.closers = append(st.closers, sp.close)
+	led, err := ingest.OpenLedger(st.ledgerPath)
 	if err != nil {
 		st.close()
 		return nil, err
@@ -334,6 +315,34 @@ func openState(ws string, dryRun bool) (*state, error) {
 	st.led = led
 	st.closers = append(st.closers, led.Close)
 	return st, nil
+}
+
+type spoolHandle struct {
+	claim.Spool
+	close func() error
+}
+
+// openSpool opens dir as the spool, layered over base when base is set.
+func openSpool(dir, base string) (*spoolHandle, error) {
+	upper, err := claim.OpenSpool(dir)
+	if err != nil {
+		return nil, err
+	}
+	if base == "" {
+		return &spoolHandle{upper, upper.Close}, nil
+	}
+	lower, err := claim.OpenSpoolReadOnly(base)
+	if err != nil {
+		upper.Close()
+		return nil, err
+	}
+	ov := &claim.Overlay{Upper: upper, Base: lower}
+	return &spoolHandle{ov, func() error {
+		if lower != nil {
+			lower.Close()
+		}
+		return upper.Close()
+	}}, nil
 }
 
 func copyFile(src, dst string) error {

@@ -23,7 +23,8 @@ type Inbox struct {
 	Err        error
 	Candidates []transport.FileInfo // plain *.md names not tracked by git
 	Tracked    int
-	Ignored    []string // quoted names that are not plain *.md names
+	Ignored    []string // quoted names that are not plain *.md names, at most MaxIgnored
+	IgnoredN   int      // how many names were ignored in all
 }
 
 // Discover finds the inboxes of a host: every declared inbox, and every
@@ -223,7 +224,10 @@ func list(ctx context.Context, fsys transport.FS, in *Inbox, indexes map[string]
 			cands = append(cands, e)
 		case "not-markdown":
 		default:
-			in.Ignored = append(in.Ignored, Quote(e.Name))
+			in.IgnoredN++
+			if len(in.Ignored) < MaxIgnored {
+				in.Ignored = append(in.Ignored, Quote(e.Name))
+			}
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })

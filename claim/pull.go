@@ -77,7 +77,7 @@ func (p *puller) run(ctx context.Context) error {
 	}
 	var archiveErrs []error
 	for _, in := range inboxes {
-		ir := InboxReport{Path: in.Path, State: in.State, Tracked: in.Tracked, Ignored: in.Ignored, Pending: len(in.Candidates)}
+		ir := InboxReport{Path: in.Path, State: in.State, Tracked: in.Tracked, Ignored: in.Ignored, IgnoredCount: in.IgnoredN, Pending: len(in.Candidates)}
 		if in.Err != nil {
 			ir.Error = in.Err.Error()
 		}

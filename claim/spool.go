@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
 
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
@@ -121,49 +120,42 @@ func (s *DirSpool) Put(batch map[string][]byte) error {
 	return nil
 }
 
-// MemSpool keeps new content in memory on top of an optional read-only
-// base. A dry run uses it so that nothing reaches the disk.
-type MemSpool struct {
-	Base Spool // may be nil
-	mu   sync.Mutex
-	data map[string][]byte
+// Overlay writes new content to Upper and reads from Upper, then Base. A
+// dry run uses it with Upper in a temporary directory and Base the real
+// spool opened read-only, so that nothing reaches the workspace.
+type Overlay struct {
+	Upper *DirSpool
+	Base  *DirSpool // may be nil
 }
 
-var _ Spool = (*MemSpool)(nil)
+var _ Spool = (*Overlay)(nil)
 
-func (m *MemSpool) Has(sha string) (bool, error) {
-	m.mu.Lock()
-	_, ok := m.data[sha]
-	m.mu.Unlock()
-	if ok || m.Base == nil {
-		return ok, nil
+func (o *Overlay) Has(sha string) (bool, error) {
+	ok, err := o.Upper.Has(sha)
+	if ok || err != nil || o.Base == nil {
+		return ok, err
 	}
-	return m.Base.Has(sha)
+	return o.Base.Has(sha)
 }
 
-func (m *MemSpool) Get(sha string) ([]byte, error) {
-	m.mu.Lock()
-	d, ok := m.data[sha]
-	m.mu.Unlock()
-	if ok {
-		return d, nil
+func (o *Overlay) Get(sha string) ([]byte, error) {
+	if ok, _ := o.Upper.Has(sha); ok || o.Base == nil {
+		return o.Upper.Get(sha)
 	}
-	if m.Base == nil {
-		return nil, fmt.Errorf("spool: %s: %w", Name(sha), fs.ErrNotExist)
-	}
-	return m.Base.Get(sha)
+	return o.Base.Get(sha)
 }
 
-func (m *MemSpool) Put(batch map[string][]byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.data == nil {
-		m.data = map[string][]byte{}
+func (o *Overlay) Put(batch map[string][]byte) error {
+	fresh := map[string][]byte{}
+	for sha, data := range batch {
+		if o.Base != nil {
+			if ok, _ := o.Base.Has(sha); ok {
+				continue
+			}
+		}
+		fresh[sha] = data
 	}
-	for k, v := range batch {
-		m.data[k] = v
-	}
-	return nil
+	return o.Upper.Put(fresh)
 }
 
 // Hash is the lower-case hex SHA-256 of data.

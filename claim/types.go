@@ -95,8 +95,14 @@ type InboxReport struct {
 	Pending int      `json:"pending"`
 	Tracked int      `json:"tracked"`
 	Error   string   `json:"error,omitempty"`
-	Ignored []string `json:"ignored,omitempty"` // quoted names that are not plain *.md names
+	Ignored []string `json:"ignored,omitempty"` // quoted names that are not plain *.md names (at most MaxIgnored)
+	// IgnoredCount counts every such name, also those beyond MaxIgnored.
+	IgnoredCount int `json:"ignored_count,omitempty"`
 }
+
+// MaxIgnored bounds how many ignored names a report lists, so that a
+// hostile host cannot make the report grow without bound.
+const MaxIgnored = 100
 
 // Item is a file the pull looked at but did not store.
 type Item struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -52,9 +53,13 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 			return err
 		}
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary for pull workers: %w", err)
+	}
 	r, err := handoff.Sync(cmd.Context(), handoff.Options{
 		Manifest: m, Workspace: ws, Hosts: c.hosts, DryRun: c.dryRun,
-		Parallel: c.parallel, Log: c.g.logger(),
+		Parallel: c.parallel, Log: c.g.logger(), Worker: self,
 	})
 	if err != nil {
 		return err

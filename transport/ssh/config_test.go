@@ -1,0 +1,165 @@
+package sshfs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestResolve(t *testing.T) {
+	home, err := os.UserHomeDir() // the throwaway home TestMain set up
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := writeSSHConfig(t, `
+Host laptop
+  HostName laptop.example.net
+  Port 2222
+  User me
+  IdentityFile ~/.ssh/handoff_%n
+  IdentitiesOnly yes
+  UserKnownHostsFile ~/.ssh/kh1 /etc/kh2
+  ConnectTimeout 7
+  ServerAliveInterval 9
+  ServerAliveCountMax 5
+  ProxyJump bastion
+
+Host *.lan
+  HostName %h.example.org
+
+Host direct
+  ProxyJump none
+
+Host *
+  User fallback
+`)
+	for _, tc := range []struct {
+		name     string
+		alias    string
+		override Config
+		want     Config
+	}{
+		{
+			name:  "everything from ssh_config",
+			alias: "laptop",
+			want: Config{
+				Alias: "laptop", HostName: "laptop.example.net", Port: 2222, User: "me",
+				IdentityFiles:   []string{filepath.Join(home, ".ssh", "handoff_laptop")},
+				IdentitiesOnly:  true,
+				KnownHostsFiles: []string{filepath.Join(home, ".ssh", "kh1"), "/etc/kh2"},
+				ProxyJump:       "bastion",
+				ConnectTimeout:  7 * time.Second, ServerAliveInterval: 9 * time.Second, ServerAliveCountMax: 5,
+			},
+		},
+		{
+			name:  "override wins",
+			alias: "laptop",
+			override: Config{HostName: "10.0.0.2", Port: 22, User: "other", IdentityFiles: []string{"~/k"},
+				KnownHostsFiles: []string{"/kh"}, ProxyJump: "none", ConnectTimeout: time.Second},
+			want: Config{
+				Alias: "laptop", HostName: "10.0.0.2", Port: 22, User: "other",
+				IdentityFiles: []string{filepath.Join(home, "k")}, IdentitiesOnly: true,
+				KnownHostsFiles: []string{"/kh"},
+				ConnectTimeout:  time.Second, ServerAliveInterval: 9 * time.Second, ServerAliveCountMax: 5,
+			},
+		},
+		{
+			name:  "token in HostName, defaults elsewhere",
+			alias: "nas.lan",
+			want: Config{
+				Alias: "nas.lan", HostName: "nas.lan.example.org", Port: 22, User: "fallback",
+				KnownHostsFiles: []string{filepath.Join(home, ".ssh", "known_hosts")},
+				ConnectTimeout:  15 * time.Second, ServerAliveInterval: 15 * time.Second, ServerAliveCountMax: 3,
+			},
+		},
+		{
+			name:  "ProxyJump none",
+			alias: "direct",
+			want: Config{
+				Alias: "direct", HostName: "direct", Port: 22, User: "fallback",
+				KnownHostsFiles: []string{filepath.Join(home, ".ssh", "known_hosts")},
+				ConnectTimeout:  15 * time.Second, ServerAliveInterval: 15 * time.Second, ServerAliveCountMax: 3,
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.override.SSHConfigPath = conf
+			tc.want.SSHConfigPath = conf
+			got, err := Resolve(tc.alias, tc.override)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Resolve(%q):\n got %+v\nwant %+v", tc.alias, got, tc.want)
+			}
+		})
+	}
+}
+
+// With no SSHConfigPath, ~/.ssh/config is read; with none there, the
+// defaults apply (the current user, port 22). An explicit missing file is
+// an error, and so is a bad Port.
+func TestResolveFiles(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	cfg, err := Resolve("plain", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HostName != "plain" || cfg.Port != 22 || cfg.User != currentUser() {
+		t.Fatalf("defaults without any ssh_config: %+v", cfg)
+	}
+	if _, err := Resolve("x", Config{SSHConfigPath: filepath.Join(t.TempDir(), "absent")}); err == nil {
+		t.Fatal("Resolve with a missing explicit ssh_config succeeded")
+	}
+	if _, err := Resolve("x", Config{SSHConfigPath: writeSSHConfig(t, "Host x\n  Port http\n")}); err == nil {
+		t.Fatal("Resolve accepted Port http")
+	}
+
+	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	userConf := filepath.Join(home, ".ssh", "config")
+	if err := os.WriteFile(userConf, []byte("Host fromhome\n  Port 2200\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(userConf)
+	cfg, err = Resolve("fromhome", Config{})
+	if err != nil || cfg.Port != 2200 {
+		t.Fatalf("~/.ssh/config not read: %+v %v", cfg, err)
+	}
+}
+
+func TestParseProxyJump(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []jumpSpec
+		bad  bool
+	}{
+		{in: "", want: nil},
+		{in: "none", want: nil},
+		{in: "bastion", want: []jumpSpec{{host: "bastion"}}},
+		{in: "me@bastion:2222", want: []jumpSpec{{user: "me", host: "bastion", port: 2222}}},
+		{in: "a, b@c:22", want: []jumpSpec{{host: "a"}, {user: "b", host: "c", port: 22}}},
+		{in: "[::1]:2200", want: []jumpSpec{{host: "::1", port: 2200}}},
+		{in: "u@[fe80::1]", want: []jumpSpec{{user: "u", host: "fe80::1"}}},
+		{in: "ssh://u@h:1", want: []jumpSpec{{user: "u", host: "h", port: 1}}},
+		{in: "a,,b", bad: true},
+		{in: "u@", bad: true},
+		{in: "h:http", bad: true},
+		{in: "h:70000", bad: true},
+		{in: "[::1", bad: true},
+	} {
+		got, err := parseProxyJump(tc.in)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("parseProxyJump(%q) = %+v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("parseProxyJump(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,30 @@
+// Package sshfs is the SSH transport: a transport.FS over SFTP
+// (golang.org/x/crypto/ssh and github.com/pkg/sftp).
+//
+// What it promises, beyond the transport.FS contract:
+//
+//   - Host keys are always verified against known_hosts (skeema/knownhosts,
+//     @cert-authority lines included). Only the key algorithms known_hosts
+//     holds for the host are offered, so a server with several host keys is
+//     checked against the one we know. An unknown or changed key fails with
+//     *HostKeyError carrying the fingerprint; nothing is ever accepted
+//     blindly, and such a failure is never retried.
+//   - TCP connect, every ProxyJump hop, key exchange, authentication and the
+//     start of SFTP all run under one deadline (Config.ConnectTimeout, and the
+//     caller's context). Dial returns by then, retries included.
+//   - Transient connection failures (refused, reset, timeout, EOF before
+//     authentication) are retried, three attempts in all; a bad host key or
+//     failed authentication (ErrAuth) never is.
+//   - Authentication uses ssh-agent first, then identity files. The agent is
+//     never forwarded and no remote command is ever run: only the "sftp"
+//     subsystem is requested, so ForceCommand internal-sftp and restrict
+//     accounts work.
+//   - Every FS method returns promptly once its context is done: the whole
+//     connection is closed and every later call fails. A keepalive
+//     (keepalive@openssh.com) closes the connection when the peer stops
+//     answering, so no call waits on a dead host.
+//   - Reads are bounded whatever the server claims: ReadFile never reads more
+//     than limit+1 bytes, and ReadDir never holds more than maxEntries (plus
+//     "." and "..") entries in memory, even if the server never ends the
+//     listing.
+package sshfs

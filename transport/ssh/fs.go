@@ -1,0 +1,419 @@
+package sshfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// readChunk is the most one SFTP read asks for (the protocol's portable
+// packet size).
+const readChunk = 32 * 1024
+
+// errClosed is the cause recorded when the caller closes the FS.
+var errClosed = errors.New("the FS was closed")
+
+// FS is a transport.FS on one SFTP session. Its methods may be called
+// concurrently. Once a call's context ends mid-call, or the keepalive finds
+// the peer dead, or Close is called, the connection is gone and every call
+// fails.
+type FS struct {
+	cfg   Config
+	log   *slog.Logger
+	sftp  *sftp.Client
+	guard *listGuard
+
+	client *ssh.Client // for keepalives; nil in tests that speak SFTP over a pipe
+	// closers tear the connection down, innermost first: the target's SSH
+	// client, then the jump hosts' (last hop first). pkg/sftp closes the
+	// SFTP stream itself.
+	closers []io.Closer
+
+	dirMu sync.Mutex // one guarded listing at a time
+
+	closeOnce sync.Once
+	done      chan struct{} // closed when the connection is torn down
+	errMu     sync.Mutex
+	closedErr error // why the connection is gone
+}
+
+var _ transport.FS = (*FS)(nil)
+
+// newFS starts pkg/sftp on an SFTP stream. Options keep memory bounded:
+// 32 KiB packets, and no concurrent reads (which would size themselves
+// from what the server claims a file holds).
+func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closers ...io.Closer) (*FS, error) {
+	g := newListGuard()
+	c, err := sftp.NewClientPipe(&guardReader{r: rd, g: g}, &guardWriter{w: wr, g: g},
+		sftp.MaxPacketChecked(readChunk),
+		sftp.UseConcurrentReads(false),
+		sftp.UseConcurrentWrites(false),
+		sftp.MaxConcurrentRequestsPerFile(1),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &FS{cfg: cfg, log: log, sftp: c, guard: g, closers: closers, done: make(chan struct{})}, nil
+}
+
+// abort tears the connection down, recording why. Safe to call many times
+// and from any goroutine; it never waits on the peer.
+func (f *FS) abort(cause error) {
+	f.closeOnce.Do(func() {
+		f.errMu.Lock()
+		f.closedErr = cause
+		f.errMu.Unlock()
+		close(f.done)
+		// Close the transport first: that fails every pending SFTP request
+		// at once, so closing the SFTP client cannot wait on a silent peer.
+		for _, c := range f.closers {
+			c.Close()
+		}
+		f.sftp.Close()
+	})
+}
+
+// broken returns the error every call gets once the connection is gone.
+func (f *FS) broken() error {
+	select {
+	case <-f.done:
+	default:
+		return nil
+	}
+	f.errMu.Lock()
+	defer f.errMu.Unlock()
+	return fmt.Errorf("ssh: %s: connection closed: %w", f.cfg.Alias, f.closedErr)
+}
+
+// call runs op under ctx: if ctx ends while op is in flight, the whole
+// connection is closed so that op returns at once. A context that is
+// already done fails the call without touching the connection.
+func (f *FS) call(ctx context.Context, op func() error) error {
+	if err := f.broken(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() {
+		f.log.Info("ssh: context ended mid-call; closing the connection", "host", f.cfg.Alias, "cause", context.Cause(ctx))
+		f.abort(fmt.Errorf("context ended during a call: %w", context.Cause(ctx)))
+	})
+	err := op()
+	stop()
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if berr := f.broken(); berr != nil {
+			return fmt.Errorf("%w (%w)", berr, err)
+		}
+	}
+	return err
+}
+
+// Close closes the SFTP session, the SSH connection and any jump hosts'. It
+// is safe to call more than once.
+func (f *FS) Close() error {
+	f.abort(errClosed)
+	return nil
+}
+
+// Home is the SFTP login directory.
+func (f *FS) Home(ctx context.Context) (string, error) {
+	var home string
+	err := f.call(ctx, func() error {
+		var err error
+		home, err = f.sftp.RealPath(".")
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("sftp: home: %w", err)
+	}
+	if !path.IsAbs(home) {
+		return "", fmt.Errorf("sftp: home: the server answered %q, not an absolute path", home)
+	}
+	return path.Clean(home), nil
+}
+
+// Lstat describes name without following a final symlink.
+func (f *FS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	var fi transport.FileInfo
+	err := f.call(ctx, func() error {
+		var err error
+		fi, err = f.lstat(name)
+		return err
+	})
+	if err != nil {
+		return transport.FileInfo{}, opErr("lstat", name, err)
+	}
+	return fi, nil
+}
+
+func (f *FS) lstat(name string) (transport.FileInfo, error) {
+	fi, err := f.sftp.Lstat(name)
+	if err != nil {
+		return transport.FileInfo{}, err
+	}
+	return fromOS(fi), nil
+}
+
+// ReadDir lists name with lstat semantics (OpenSSH's READDIR reports each
+// entry as lstat(2) does). It fails once more than maxEntries entries
+// arrive, holding no more than that (plus "." and "..") meanwhile.
+func (f *FS) ReadDir(ctx context.Context, name string, maxEntries int) ([]transport.FileInfo, error) {
+	if maxEntries <= 0 {
+		maxEntries = transport.DefaultMaxEntries
+	}
+	var out []transport.FileInfo
+	err := f.call(ctx, func() error {
+		f.dirMu.Lock()
+		defer f.dirMu.Unlock()
+		f.guard.begin(maxEntries + 2) // OpenSSH lists "." and ".." too
+		ents, err := f.sftp.ReadDirContext(ctx, name)
+		if f.guard.end() || len(ents) > maxEntries {
+			return fmt.Errorf("more than %d entries", maxEntries)
+		}
+		if err != nil {
+			return err
+		}
+		out = make([]transport.FileInfo, len(ents))
+		for i, e := range ents {
+			out[i] = fromOS(e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, opErr("readdir", name, err)
+	}
+	return out, nil
+}
+
+// ReadFile reads a regular file of at most limit bytes. It refuses anything
+// Lstat does not call a regular file before opening it (an SFTP open
+// follows symlinks and blocks on a FIFO), checks the open handle is still
+// that file, reads it sequentially into a buffer that never grows past
+// limit+1 bytes, and returns the data with a stat of the handle taken after
+// the read.
+func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {
+	if limit < 0 {
+		limit = 0
+	}
+	var data []byte
+	var after transport.FileInfo
+	err := f.call(ctx, func() error {
+		var err error
+		data, after, err = f.readFile(name, limit)
+		return err
+	})
+	if err != nil {
+		return nil, transport.FileInfo{}, opErr("read", name, err)
+	}
+	return data, after, nil
+}
+
+func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, error) {
+	before, err := f.lstat(name)
+	if err != nil {
+		return nil, transport.FileInfo{}, err
+	}
+	if !before.IsRegular() {
+		return nil, transport.FileInfo{}, fmt.Errorf("%w (a %s)", transport.ErrNotRegular, kind(before.Mode))
+	}
+	if before.Size > limit {
+		return nil, transport.FileInfo{}, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, before.Size, limit)
+	}
+	file, err := f.sftp.Open(name)
+	if err != nil {
+		return nil, transport.FileInfo{}, err
+	}
+	defer file.Close()
+	opened, err := file.Stat()
+	if err != nil {
+		return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", err)
+	}
+	if !opened.Mode().IsRegular() {
+		return nil, transport.FileInfo{}, fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, kind(opened.Mode()))
+	}
+	if opened.Size() != before.Size || !opened.ModTime().Equal(before.ModTime) {
+		return nil, transport.FileInfo{}, fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, before.Size, opened.Size())
+	}
+
+	// Plain sequential reads; the buffer starts at the size Lstat reported
+	// (at most limit) and can only grow to limit+1, whatever the server sends.
+	bound := math.MaxInt
+	if limit < int64(math.MaxInt) {
+		bound = int(limit) + 1
+	}
+	buf := make([]byte, 0, min(int(before.Size)+1, bound))
+	for len(buf) < bound {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(max(2*cap(buf), readChunk), bound))
+			copy(grown, buf)
+			buf = grown
+		}
+		end := min(cap(buf), len(buf)+readChunk)
+		n, err := file.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, transport.FileInfo{}, err
+		}
+	}
+	if int64(len(buf)) > limit {
+		return nil, transport.FileInfo{}, fmt.Errorf("%w (more than %d bytes)", transport.ErrTooLarge, limit)
+	}
+	st, err := file.Stat()
+	if err != nil {
+		return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", err)
+	}
+	after := fromOS(st)
+	after.Name = before.Name
+	return buf, after, nil
+}
+
+// Rename moves oldname to newname and never replaces newname. It checks
+// newname is free, then uses the plain SFTP rename, which OpenSSH carries out
+// with link(2) and unlink(2) and which therefore refuses to replace: a
+// destination created in between still wins. (posix-rename@openssh.com
+// would replace it.)
+func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
+	err := f.call(ctx, func() error {
+		if _, err := f.sftp.Lstat(newname); err == nil {
+			return transport.ErrExist
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("lstat destination: %w", err)
+		}
+		err := f.sftp.Rename(oldname, newname)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if _, lerr := f.sftp.Lstat(newname); lerr == nil {
+			return fmt.Errorf("%w (%v)", transport.ErrExist, err)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sftp: rename %q to %q: %w", oldname, newname, err)
+	}
+	return nil
+}
+
+// Mkdir creates one directory and restricts it to mode 0700 (SFTP's mkdir
+// carries no mode through pkg/sftp).
+func (f *FS) Mkdir(ctx context.Context, name string) error {
+	err := f.call(ctx, func() error {
+		err := f.sftp.Mkdir(name)
+		if err != nil {
+			if _, lerr := f.sftp.Lstat(name); lerr == nil {
+				return fmt.Errorf("%w (%v)", transport.ErrExist, err)
+			}
+			return err
+		}
+		if err := f.sftp.Chmod(name, 0o700); err != nil {
+			f.log.Debug("sftp: chmod 0700 after mkdir failed", "host", f.cfg.Alias, "dir", name, "err", err)
+		}
+		return nil
+	})
+	return opErr("mkdir", name, err)
+}
+
+// Remove deletes a file, symlink or empty directory; SFTP's remove and
+// rmdir never follow a symlink.
+func (f *FS) Remove(ctx context.Context, name string) error {
+	err := f.call(ctx, func() error { return f.sftp.Remove(name) })
+	return opErr("remove", name, err)
+}
+
+// opErr prefixes err with the operation and name; nil stays nil.
+func opErr(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Path == name {
+		err = pe.Err // pkg/sftp's own prefix would repeat ours
+	}
+	return fmt.Errorf("sftp: %s %q: %w", op, name, err)
+}
+
+// kind names a file type for messages.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+func fromOS(fi os.FileInfo) transport.FileInfo {
+	return transport.FileInfo{Name: fi.Name(), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}
+}
+
+// keepalive asks the server for a reply every interval, one request at a
+// time. When a request is still unanswered max intervals after it was
+// sent, it closes the connection, so that every pending call fails instead
+// of waiting on a dead peer.
+func (f *FS) keepalive(interval time.Duration, max int) {
+	if f.client == nil || interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	replies := make(chan error, 1)
+	waiting, missed := false, 0
+	for {
+		select {
+		case <-f.done:
+			return
+		case err := <-replies:
+			waiting = false
+			if err != nil {
+				f.abort(fmt.Errorf("keepalive: %w", err))
+				return
+			}
+			missed = 0
+		case <-t.C:
+			if waiting {
+				missed++
+				if missed >= max {
+					f.log.Warn("ssh: peer stopped answering keepalives; closing the connection", "host", f.cfg.Alias, "unanswered", missed, "interval", interval)
+					f.abort(fmt.Errorf("no answer to %d keepalives %s apart", missed, interval))
+					return
+				}
+				continue
+			}
+			waiting = true
+			go func() {
+				// Any reply, even a refusal, proves the peer alive.
+				_, _, err := f.client.SendRequest("keepalive@openssh.com", true, nil)
+				replies <- err
+			}()
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package sshfs
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// Invariant: every call returns promptly once its context ends, even when
+// the server has stopped answering; afterwards the FS fails clearly.
+func TestCanceledDuringStalledRead(t *testing.T) {
+	t.Parallel()
+	srv := sshdtest.StartEmbedded(t, sshdtest.Options{
+		Stall: func(typ byte) bool { return typ == sshdtest.PacketRead },
+	})
+	f := dialT(t, configFor(srv))
+	name := filepath.Join(t.TempDir(), "a.md")
+	if err := os.WriteFile(name, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.ReadFile(ctx, name, 100)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("ReadFile: %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadFile still blocked 5s after its context was canceled")
+	}
+	_, err := f.Lstat(ctxT(t), name)
+	if err == nil || !strings.Contains(err.Error(), "connection closed") {
+		t.Fatalf("Lstat after a canceled call: %v, want a connection-closed error", err)
+	}
+}
+
+// Invariant: a dead peer cannot hang a call that has no deadline of its
+// own: unanswered keepalives close the connection.
+func TestKeepaliveClosesDeadConnection(t *testing.T) {
+	t.Parallel()
+	srv := sshdtest.StartEmbedded(t, sshdtest.Options{
+		Stall:            func(typ byte) bool { return typ == sshdtest.PacketRead },
+		IgnoreKeepalives: true,
+	})
+	cfg := configFor(srv)
+	cfg.ServerAliveInterval = 100 * time.Millisecond
+	cfg.ServerAliveCountMax = 2
+	f := dialT(t, cfg)
+	name := filepath.Join(t.TempDir(), "a.md")
+	if err := os.WriteFile(name, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := f.ReadFile(context.Background(), name, 100)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "keepalive") {
+			t.Fatalf("ReadFile: %v, want a keepalive failure", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadFile on a dead peer still blocked after 5s")
+	}
+}
+
+// A live peer answers keepalives (OpenSSH with a refusal, which counts as
+// an answer): the connection survives many intervals.
+func TestKeepaliveKeepsLiveConnection(t *testing.T) {
+	t.Parallel()
+	srv := sshdtest.StartOpenSSH(t, sshdtest.Options{})
+	cfg := configFor(srv)
+	cfg.ServerAliveInterval = 50 * time.Millisecond
+	cfg.ServerAliveCountMax = 1
+	f := dialT(t, cfg)
+	time.Sleep(500 * time.Millisecond)
+	if _, err := f.Home(ctxT(t)); err != nil {
+		t.Fatalf("Home after keepalives: %v", err)
+	}
+}
+
+// The SFTP rename OpenSSH implements refuses to replace, so a destination
+// created between Rename's check and the rename itself survives. This pins
+// down the assumption Rename relies on (posix-rename would replace).
+func TestOpenSSHPlainRenameRefusesToReplace(t *testing.T) {
+	t.Parallel()
+	srv := sshdtest.StartOpenSSH(t, sshdtest.Options{SFTPOnly: true})
+	f := dialT(t, configFor(srv))
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "a.md"), filepath.Join(dir, "b.md")
+	os.WriteFile(src, []byte("new"), 0o600)
+	os.WriteFile(dst, []byte("old"), 0o600)
+	if err := f.sftp.Rename(src, dst); err == nil {
+		t.Fatal("SSH_FXP_RENAME replaced an existing file")
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "old" {
+		t.Fatalf("destination now holds %q", b)
+	}
+}
+
+// fakeSFTP is a scripted SFTP server on a pipe, for replies no honest
+// server sends.
+type fakeSFTP struct {
+	attrs   func(typ byte) (size uint64, mode fs.FileMode) // LSTAT, STAT, FSTAT
+	read    func(off uint64, n uint32) []byte              // nil: EOF
+	readdir func() uint32                                  // entries per NAME reply; 0: EOF
+	served  atomic.Int64                                   // bytes of READ data or entries of READDIR sent
+	replies atomic.Int64                                   // READ or READDIR replies sent
+}
+
+// start serves f on one end of a pipe and returns an FS on the other.
+func (fk *fakeSFTP) start(t *testing.T) *FS {
+	t.Helper()
+	client, server := net.Pipe()
+	go fk.serve(server)
+	f, err := newFS(client, client, Config{Alias: "fake"}, slog.New(slog.DiscardHandler), client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close(); server.Close() })
+	return f
+}
+
+func (fk *fakeSFTP) serve(c net.Conn) {
+	defer c.Close()
+	for {
+		var lb [4]byte
+		if _, err := io.ReadFull(c, lb[:]); err != nil {
+			return
+		}
+		body := make([]byte, binary.BigEndian.Uint32(lb[:]))
+		if _, err := io.ReadFull(c, body); err != nil {
+			return
+		}
+		typ, id := body[0], binary.BigEndian.Uint32(body[1:5])
+		var out []byte
+		switch typ {
+		case 1: // INIT
+			out = append([]byte{2}, 0, 0, 0, 3)
+		case 7, 17, 8: // LSTAT, STAT, FSTAT
+			size, mode := fk.attrs(typ)
+			out = attrs(u32([]byte{105}, id), size, mode)
+		case 3, 11: // OPEN, OPENDIR
+			out = str(u32([]byte{102}, id), "h")
+		case 5: // READ
+			hl := binary.BigEndian.Uint32(body[5:9]) // handle, then offset and length
+			off := binary.BigEndian.Uint64(body[9+hl:])
+			n := binary.BigEndian.Uint32(body[17+hl:])
+			data := fk.read(off, n)
+			if data == nil {
+				out = status(id, 1)
+				break
+			}
+			fk.replies.Add(1)
+			fk.served.Add(int64(len(data)))
+			out = str(u32([]byte{103}, id), string(data))
+		case 12: // READDIR
+			n := fk.readdir()
+			if n == 0 {
+				out = status(id, 1)
+				break
+			}
+			fk.replies.Add(1)
+			fk.served.Add(int64(n))
+			out = u32(u32([]byte{104}, id), n)
+			for i := uint32(0); i < n; i++ {
+				out = str(out, "f"+itoa(int(fk.served.Load())+int(i))+".md")
+				out = str(out, "")
+				out = attrs(out, 1, 0o600)
+			}
+		case 4: // CLOSE
+			out = status(id, 0)
+		default:
+			out = status(id, 8)
+		}
+		if _, err := c.Write(u32(nil, uint32(len(out)))); err != nil {
+			return
+		}
+		if _, err := c.Write(out); err != nil {
+			return
+		}
+	}
+}
+
+func u32(b []byte, v uint32) []byte { return binary.BigEndian.AppendUint32(b, v) }
+func str(b []byte, s string) []byte { return append(u32(b, uint32(len(s))), s...) }
+func status(id, code uint32) []byte { return str(str(u32(u32([]byte{101}, id), code), "x"), "") }
+
+// attrs appends SFTP v3 attributes: size, permissions and times.
+func attrs(b []byte, size uint64, mode fs.FileMode) []byte {
+	b = u32(b, 0x1|0x4|0x8)
+	b = binary.BigEndian.AppendUint64(b, size)
+	perm := uint32(mode.Perm())
+	switch {
+	case mode.IsDir():
+		perm |= 0o040000
+	case mode&fs.ModeNamedPipe != 0:
+		perm |= 0o010000
+	case mode&fs.ModeSymlink != 0:
+		perm |= 0o120000
+	default:
+		perm |= 0o100000
+	}
+	b = u32(b, perm)
+	return u32(u32(b, 1_700_000_000), 1_700_000_000)
+}
+
+// Invariant: no reply can make ReadFile read more than limit+1 bytes. The
+// server claims a 10-byte file and then never stops sending data.
+func TestReadFileEndlessData(t *testing.T) {
+	t.Parallel()
+	fk := &fakeSFTP{
+		attrs: func(byte) (uint64, fs.FileMode) { return 10, 0o600 },
+		read:  func(_ uint64, n uint32) []byte { return bytes.Repeat([]byte("x"), int(n)) },
+	}
+	f := fk.start(t)
+	const limit = 100_000
+	data, _, err := f.ReadFile(ctxT(t), "/inbox/a.md", limit)
+	if !errors.Is(err, transport.ErrTooLarge) || data != nil {
+		t.Fatalf("ReadFile: %d bytes, %v; want ErrTooLarge and no data", len(data), err)
+	}
+	if got := fk.served.Load(); got > limit+1 {
+		t.Fatalf("read %d bytes with limit %d", got, limit)
+	}
+}
+
+// Invariant: a server cannot keep ReadFile spinning with empty data
+// replies (pkg/sftp would ask again forever); the read fails instead.
+func TestReadFileEmptyDataReplies(t *testing.T) {
+	t.Parallel()
+	fk := &fakeSFTP{
+		attrs: func(byte) (uint64, fs.FileMode) { return 10, 0o600 },
+		read:  func(uint64, uint32) []byte { return []byte{} },
+	}
+	f := fk.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err := f.ReadFile(ctx, "/inbox/a.md", 1000)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ReadFile: %v, want a prompt failure", err)
+	}
+	if n := fk.replies.Load(); n != 1 {
+		t.Fatalf("%d empty replies served, want 1", n)
+	}
+}
+
+// ReadFile checks the open handle against the Lstat: a handle that is not
+// a regular file, or whose size differs, is refused before any read.
+func TestReadFileHandleMismatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		fstat   fs.FileMode
+		size    uint64
+		wantErr error
+	}{
+		{"fifo-after-open", fs.ModeNamedPipe | 0o600, 10, transport.ErrNotRegular},
+		{"dir-after-open", fs.ModeDir | 0o700, 10, transport.ErrNotRegular},
+		{"grew", 0o600, 20, ErrChanged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fk := &fakeSFTP{
+				attrs: func(typ byte) (uint64, fs.FileMode) {
+					if typ == 8 { // FSTAT
+						return tc.size, tc.fstat
+					}
+					return 10, 0o600
+				},
+				read: func(uint64, uint32) []byte { return []byte("data") },
+			}
+			f := fk.start(t)
+			_, _, err := f.ReadFile(ctxT(t), "/inbox/a.md", 1000)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("ReadFile: %v, want %v", err, tc.wantErr)
+			}
+			if fk.replies.Load() != 0 {
+				t.Fatalf("%d reads served before the handle check", fk.replies.Load())
+			}
+		})
+	}
+}
+
+// Invariant: a server that never ends a listing cannot make ReadDir hold
+// more than maxEntries entries (plus "." and ".."): the listing is cut off
+// and the connection stays usable.
+func TestReadDirEndlessListing(t *testing.T) {
+	t.Parallel()
+	fk := &fakeSFTP{
+		attrs:   func(byte) (uint64, fs.FileMode) { return 0, fs.ModeDir | 0o700 },
+		readdir: func() uint32 { return 100 },
+	}
+	f := fk.start(t)
+	const max = 1000
+	_, err := f.ReadDir(ctxT(t), "/inbox", max)
+	if err == nil || !strings.Contains(err.Error(), "more than 1000 entries") {
+		t.Fatalf("ReadDir: %v, want a too-many-entries error", err)
+	}
+	// Entries handed to pkg/sftp: at most max+2, so the server sent at most
+	// one more reply than that needs.
+	if got := fk.served.Load(); got > max+2+100 {
+		t.Fatalf("server sent %d entries before ReadDir stopped", got)
+	}
+	if _, err := f.Lstat(ctxT(t), "/inbox"); err != nil {
+		t.Fatalf("Lstat after a cut-off listing: %v", err)
+	}
+}
+
+// The guard finds request headers however pkg/sftp's writes are split.
+func TestGuardWriterSplitWrites(t *testing.T) {
+	g := newListGuard()
+	g.begin(10)
+	w := &guardWriter{w: nopWriteCloser{io.Discard}, g: g}
+	var stream []byte
+	for _, p := range []struct {
+		typ byte
+		id  uint32
+	}{{7, 1}, {fxpReaddir, 2}, {fxpReaddir, 3}, {4, 4}} {
+		body := str(u32([]byte{p.typ}, p.id), "handle")
+		stream = append(u32(stream, uint32(len(body))), body...)
+	}
+	for i := range stream {
+		w.Write(stream[i : i+1])
+	}
+	if _, ok := g.ids[2]; !ok {
+		t.Errorf("READDIR id 2 not noted")
+	}
+	if _, ok := g.ids[3]; !ok {
+		t.Errorf("READDIR id 3 not noted")
+	}
+	if len(g.ids) != 2 {
+		t.Errorf("noted %v, want only the READDIR ids", g.ids)
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

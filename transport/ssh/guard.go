@@ -1,0 +1,211 @@
+package sshfs
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// SFTP packet types and status codes the guard needs (draft-ietf-secsh-filexfer-02).
+const (
+	fxpReaddir   = 12
+	fxpStatus    = 101
+	fxpData      = 103
+	fxpName      = 104
+	fxFailure    = 4
+	maxSFTPFrame = 256 * 1024 // pkg/sftp refuses larger packets too
+)
+
+// listGuard bounds directory listings. pkg/sftp's ReadDir gathers every
+// entry the server sends before returning, so a server that never ends a
+// listing could fill memory. The guard watches the SFTP stream between
+// pkg/sftp and the channel: it notes the ids of READDIR requests sent while
+// a listing is active, counts the entries their NAME replies announce, and
+// once the budget is spent it hands pkg/sftp a failure status in place of
+// the reply, which ends the listing. Only one listing is active at a time
+// (FS.ReadDir serialises them).
+type listGuard struct {
+	mu       sync.Mutex
+	active   bool
+	budget   uint64
+	seen     uint64
+	exceeded bool
+	ids      map[uint32]struct{}
+}
+
+func newListGuard() *listGuard {
+	return &listGuard{ids: make(map[uint32]struct{})}
+}
+
+// begin starts a listing that may receive at most budget entries.
+func (g *listGuard) begin(budget int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active, g.budget, g.seen, g.exceeded = true, uint64(budget), 0, false
+	clear(g.ids)
+}
+
+// end stops watching and reports whether the budget was exceeded.
+func (g *listGuard) end() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active = false
+	clear(g.ids)
+	return g.exceeded
+}
+
+// sent records an outgoing request.
+func (g *listGuard) sent(typ byte, id uint32) {
+	if typ != fxpReaddir {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active {
+		g.ids[id] = struct{}{}
+	}
+}
+
+// refuse reports whether the NAME reply with this id and entry count must
+// be replaced by a failure.
+func (g *listGuard) refuse(id uint32, count uint32) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.ids[id]; !ok {
+		return false
+	}
+	delete(g.ids, id)
+	// An empty reply counts as one entry, so that a server cannot keep a
+	// listing going forever with replies that hold nothing.
+	n := max(uint64(count), 1)
+	if g.exceeded || g.seen+n > g.budget {
+		g.exceeded = true
+		return true
+	}
+	g.seen += n
+	return false
+}
+
+// guardWriter passes pkg/sftp's requests through, noting each one's type
+// and id before it leaves (so the reply cannot arrive first).
+type guardWriter struct {
+	w    io.WriteCloser
+	g    *listGuard
+	hdr  [9]byte // length, type, id of the frame being written
+	hdrN int
+	left uint64 // bytes of the current frame after its header
+}
+
+func (w *guardWriter) Write(p []byte) (int, error) {
+	w.observe(p)
+	return w.w.Write(p)
+}
+
+func (w *guardWriter) Close() error { return w.w.Close() }
+
+func (w *guardWriter) observe(p []byte) {
+	for len(p) > 0 {
+		if w.hdrN < len(w.hdr) {
+			n := copy(w.hdr[w.hdrN:], p)
+			w.hdrN += n
+			p = p[n:]
+			if w.hdrN < len(w.hdr) {
+				return
+			}
+			length := uint64(binary.BigEndian.Uint32(w.hdr[:4]))
+			if length+4 > uint64(len(w.hdr)) {
+				w.left = length + 4 - uint64(len(w.hdr))
+			}
+			w.g.sent(w.hdr[4], binary.BigEndian.Uint32(w.hdr[5:9]))
+			if w.left == 0 {
+				w.hdrN = 0
+			}
+			continue
+		}
+		n := uint64(len(p))
+		if n > w.left {
+			n = w.left
+		}
+		w.left -= n
+		p = p[n:]
+		if w.left == 0 {
+			w.hdrN = 0
+		}
+	}
+}
+
+// guardReader hands pkg/sftp the server's replies one whole frame at a
+// time, replacing with a failure status a NAME reply the guard refuses and
+// an empty DATA reply.
+type guardReader struct {
+	r     io.Reader
+	g     *listGuard
+	frame []byte
+	off   int
+}
+
+func (r *guardReader) Read(p []byte) (int, error) {
+	if r.off == len(r.frame) {
+		if err := r.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, r.frame[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *guardReader) next() error {
+	var lb [4]byte
+	if _, err := io.ReadFull(r.r, lb[:]); err != nil {
+		return err
+	}
+	length := binary.BigEndian.Uint32(lb[:])
+	if length > maxSFTPFrame {
+		return fmt.Errorf("sftp: server sent a %d-byte packet (limit %d)", length, maxSFTPFrame)
+	}
+	if cap(r.frame) < int(length)+4 {
+		r.frame = make([]byte, int(length)+4)
+	}
+	r.frame = r.frame[:int(length)+4]
+	copy(r.frame, lb[:])
+	if _, err := io.ReadFull(r.r, r.frame[4:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	r.off = 0
+	body := r.frame[4:]
+	if len(body) < 9 {
+		return nil
+	}
+	id := binary.BigEndian.Uint32(body[1:5])
+	switch body[0] {
+	case fxpName:
+		if r.g.refuse(id, binary.BigEndian.Uint32(body[5:9])) {
+			r.frame = statusFrame(r.frame[:0], id, fxFailure, "too many directory entries")
+		}
+	case fxpData:
+		// pkg/sftp asks again after an empty data reply, so a server could
+		// keep a read spinning forever; a real server says EOF instead.
+		if binary.BigEndian.Uint32(body[5:9]) == 0 {
+			r.frame = statusFrame(r.frame[:0], id, fxFailure, "empty data reply")
+		}
+	}
+	return nil
+}
+
+// statusFrame appends an SSH_FXP_STATUS packet to b.
+func statusFrame(b []byte, id, code uint32, msg string) []byte {
+	length := 1 + 4 + 4 + 4 + len(msg) + 4
+	b = binary.BigEndian.AppendUint32(b, uint32(length))
+	b = append(b, fxpStatus)
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = binary.BigEndian.AppendUint32(b, code)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(msg)))
+	b = append(b, msg...)
+	b = binary.BigEndian.AppendUint32(b, 0) // language tag
+	return b
+}
