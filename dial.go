@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -21,7 +22,17 @@ func DialHost(ctx context.Context, h manifest.HostConfig, log *slog.Logger) (tra
 		if err != nil {
 			return nil, err
 		}
-		return sshfs.Dial(ctx, cfg, log)
+		fsys, err := sshfs.Dial(ctx, cfg, log)
+		var hk *sshfs.HostKeyError
+		if errors.As(err, &hk) {
+			named := *hk
+			named.Host = h.Name // the hint names the manifest host, not the ssh alias
+			return nil, fmt.Errorf("%w\nhint: %s", err, named.Hint())
+		}
+		if err != nil {
+			return nil, err
+		}
+		return fsys, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", h.Transport)
 }

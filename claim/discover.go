@@ -188,6 +188,14 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 	if !harness.IsDir() {
 		return nil
 	}
+	switch _, err := fsys.Lstat(ctx, path.Join(repo, harness.Name, OptOutMarker)); {
+	case err == nil:
+		in.State = StateOptedOut
+		return in
+	case !errors.Is(err, transport.ErrNotExist):
+		in.State, in.Err = StateError, err
+		return in
+	}
 	fi, err := fsys.Lstat(ctx, p)
 	switch {
 	case errors.Is(err, transport.ErrNotExist):

@@ -63,6 +63,13 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string) (trackedSe
 	idxPath := path.Join(gitdir, "index")
 	data, _, err := fsys.ReadFile(ctx, idxPath, maxGitIndex)
 	if errors.Is(err, transport.ErrNotExist) {
+		if gitdir != dotgit {
+			// A worktree whose main repository is not there: what it
+			// tracks cannot be known, so nothing may be taken.
+			if _, err := fsys.Lstat(ctx, gitdir); errors.Is(err, transport.ErrNotExist) {
+				return nil, fmt.Errorf("%w: gitdir %s does not exist", errGitUnreadable, gitdir)
+			}
+		}
 		return nil, nil // no commit and nothing staged yet
 	}
 	if err != nil {

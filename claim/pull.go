@@ -233,6 +233,19 @@ func (p *puller) archive(ctx context.Context, inbox string, c claimed) error {
 	err := p.fsys.Rename(ctx, src, dst)
 	switch {
 	case err == nil:
+		// The name was claimed, not the bytes: a writer may have replaced
+		// the file since it was read. Check what was archived; if it is
+		// not what was stored, put it back for the next run to claim.
+		same, err := sameContent(ctx, p.fsys, dst, c.src.SHA256, int64(len(c.data)))
+		if err != nil {
+			return fmt.Errorf("archive %s: verify: %w", Quote(src), err)
+		}
+		if !same {
+			if err := p.fsys.Rename(ctx, dst, src); err != nil {
+				return fmt.Errorf("archive %s: it changed after it was read, and putting it back failed: %w", Quote(src), err)
+			}
+			return fmt.Errorf("archive %s: it changed after it was read; left in place for the next run", Quote(src))
+		}
 		return nil
 	case errors.Is(err, transport.ErrExist):
 		same, err := sameContent(ctx, p.fsys, dst, c.src.SHA256, int64(len(c.data)))
@@ -241,6 +254,13 @@ func (p *puller) archive(ctx context.Context, inbox string, c claimed) error {
 		}
 		if !same {
 			return fmt.Errorf("archive %s: %s already holds different content; move it aside", Quote(src), Quote(dst))
+		}
+		// Remove the inbox copy only if it still holds the stored bytes.
+		if same, err := sameContent(ctx, p.fsys, src, c.src.SHA256, int64(len(c.data))); err != nil || !same {
+			if errors.Is(err, transport.ErrNotExist) {
+				return nil
+			}
+			return fmt.Errorf("archive %s: it changed after it was read; left in place for the next run", Quote(src))
 		}
 		if err := p.fsys.Remove(ctx, src); err != nil && !errors.Is(err, transport.ErrNotExist) {
 			return fmt.Errorf("archive %s: remove copy already archived: %w", Quote(src), err)

@@ -47,6 +47,13 @@ func OpenSpool(dir string) (*DirSpool, error) {
 		root.Close()
 		return nil, fmt.Errorf("spool: remove temporary files: %w", err)
 	}
+	// A run killed between renaming a spool file into place and syncing the
+	// directory leaves an entry that a later Put would find and trust: make
+	// every entry present now durable before anything relies on it.
+	if err := durable.SyncDir(root, "."); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("spool: %w", err)
+	}
 	return &DirSpool{root: root}, nil
 }
 

@@ -1,0 +1,273 @@
+package claim_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/durable"
+)
+
+func spoolNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDirSpoolPutIdempotent protects "none applied twice, none lost": a
+// crash recovery stores the same batch again, which must succeed and leave
+// exactly one private copy of each content.
+func TestDirSpoolPutIdempotent(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(tempRoot(t), "spool")
+	s, err := claim.OpenSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b := fixture(t, "handoff.md"), fixture(t, "malformed.md")
+	empty := []byte{}
+	batch := map[string][]byte{sha(a): a, sha(b): b, sha(empty): empty}
+	for i := range 3 {
+		if err := s.Put(batch); err != nil {
+			t.Fatalf("Put #%d: %v", i+1, err)
+		}
+	}
+	if err := s.Put(map[string][]byte{sha(a): a}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{claim.Name(sha(a)), claim.Name(sha(b)), claim.Name(sha(empty))}
+	sort.Strings(want)
+	if got := spoolNames(t, dir); !equalStrings(got, want) {
+		t.Errorf("spool holds %q, want %q", got, want)
+	}
+	for h, data := range batch {
+		if ok, err := s.Has(h); !ok || err != nil {
+			t.Errorf("Has(%s) = %v, %v", h[:12], ok, err)
+		}
+		got, err := s.Get(h)
+		if err != nil || string(got) != string(data) {
+			t.Errorf("Get(%s) = %d bytes, %v; want the %d stored", h[:12], len(got), err, len(data))
+		}
+		fi, err := os.Stat(filepath.Join(dir, claim.Name(h)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v; handoffs must not be readable by others", claim.Name(h), fi.Mode().Perm())
+		}
+	}
+	if ok, err := s.Has(sha([]byte("never stored"))); ok || err != nil {
+		t.Errorf("Has(absent) = %v, %v", ok, err)
+	}
+}
+
+// TestDirSpoolGetDetectsCorruption protects "never apply bytes other than
+// the ones pulled": a spool file that no longer hashes to its name is an
+// error, never content.
+func TestDirSpoolGetDetectsCorruption(t *testing.T) {
+	t.Parallel()
+	data := fixture(t, "handoff.md")
+	h := sha(data)
+	tests := []struct {
+		name    string
+		corrupt func(t *testing.T, p string)
+		wantErr error
+	}{
+		{"one byte flipped", func(t *testing.T, p string) {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/2] ^= 0x01
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, claim.ErrCorrupt},
+		{"truncated", func(t *testing.T, p string) {
+			if err := os.Truncate(p, int64(len(data)-1)); err != nil {
+				t.Fatal(err)
+			}
+		}, claim.ErrCorrupt},
+		{"emptied", func(t *testing.T, p string) {
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, claim.ErrCorrupt},
+		{"removed", func(t *testing.T, p string) {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}, fs.ErrNotExist},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(tempRoot(t), "spool")
+			s, err := claim.OpenSpool(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Put(map[string][]byte{h: data}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Get(h); err != nil {
+				t.Fatalf("Get before corruption: %v", err)
+			}
+			tc.corrupt(t, filepath.Join(dir, claim.Name(h)))
+			got, err := s.Get(h)
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("Get = %d bytes, %v; want %v", len(got), err, tc.wantErr)
+			}
+			if got != nil {
+				t.Errorf("Get returned %d bytes with the error", len(got))
+			}
+		})
+	}
+}
+
+// TestOpenSpoolRemovesTemps protects "nothing half-written is taken for a
+// stored handoff": temporary files a crashed writer left are deleted when
+// the spool is opened; stored files stay.
+func TestOpenSpoolRemovesTemps(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(tempRoot(t), "spool")
+	data := fixture(t, "handoff.md")
+	s, err := claim.OpenSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(map[string][]byte{sha(data): data}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	temps := []string{".handoff-tmp.0a1b2c3d4e5f." + claim.Name(sha(data)), ".handoff-tmp.ffffffffffff.x"}
+	for _, n := range temps {
+		if err := os.WriteFile(filepath.Join(dir, n), data[:10], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A name that only looks similar is not ours to delete.
+	if err := os.WriteFile(filepath.Join(dir, "handoff-tmp.keep"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = claim.OpenSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := []string{claim.Name(sha(data)), "handoff-tmp.keep"}
+	sort.Strings(want)
+	if got := spoolNames(t, dir); !equalStrings(got, want) {
+		t.Errorf("spool holds %q after reopening, want %q", got, want)
+	}
+	if got, err := s.Get(sha(data)); err != nil || string(got) != string(data) {
+		t.Errorf("stored content lost: %v", err)
+	}
+}
+
+// TestDirSpoolHasRefusesSymlink protects "never apply bytes other than the
+// ones pulled": a spool entry that is a symlink is not a stored handoff.
+func TestDirSpoolHasRefusesSymlink(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	dir := filepath.Join(root, "spool")
+	s, err := claim.OpenSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := fixture(t, "handoff.md")
+	writeFile(t, filepath.Join(root, "elsewhere.md"), data, old)
+	if err := os.Symlink(filepath.Join(root, "elsewhere.md"), filepath.Join(dir, claim.Name(sha(data)))); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Has(sha(data)); ok || err == nil {
+		t.Errorf("Has on a symlinked entry = %v, %v; want an error", ok, err)
+	}
+}
+
+// TestOverlay protects "a dry run writes nothing": new content lands in
+// the upper (scratch) spool only, content already in the base is not
+// copied, and reads see both.
+func TestOverlay(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	base, err := claim.OpenSpool(filepath.Join(root, "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	upper, err := claim.OpenSpool(filepath.Join(root, "scratch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upper.Close()
+	a, b := fixture(t, "handoff.md"), fixture(t, "malformed.md")
+	if err := base.Put(map[string][]byte{sha(a): a}); err != nil {
+		t.Fatal(err)
+	}
+	o := &claim.Overlay{Upper: upper, Base: base}
+	if err := o.Put(map[string][]byte{sha(a): a, sha(b): b}); err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range [][]byte{a, b} {
+		if ok, err := o.Has(sha(data)); !ok || err != nil {
+			t.Errorf("Has = %v, %v", ok, err)
+		}
+		if got, err := o.Get(sha(data)); err != nil || string(got) != string(data) {
+			t.Errorf("Get: %v", err)
+		}
+	}
+	if got := spoolNames(t, filepath.Join(root, "spool")); !equalStrings(got, []string{claim.Name(sha(a))}) {
+		t.Errorf("base spool holds %q after an overlay Put", got)
+	}
+	if got := spoolNames(t, filepath.Join(root, "scratch")); !equalStrings(got, []string{claim.Name(sha(b))}) {
+		t.Errorf("upper spool holds %q, want only the new content", got)
+	}
+	alone := &claim.Overlay{Upper: upper}
+	if _, err := alone.Get(sha(a)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Get of content only in an absent base: %v", err)
+	}
+}
+
+// TestDirSpoolPutSyncsEntriesLeftByACrash protects "no remote copy archived
+// before local storage" across a power cut: a run killed after renaming a
+// spool file into place but before the directory fsync (failpoint
+// store.spooled) leaves an entry that is not yet durable. The next run's
+// Put finds it present; the spool directory must still be fsynced before
+// Put returns, because the caller archives the remote copy right after.
+// Not parallel: it reads the process-wide fsync counter.
+func TestDirSpoolPutSyncsEntriesLeftByACrash(t *testing.T) {
+	dir := filepath.Join(tempRoot(t), "spool")
+	data := fixture(t, "handoff.md")
+	mkdirAll(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, claim.Name(sha(data))), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := durable.Syncs()
+	s, err := claim.OpenSpool(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put(map[string][]byte{sha(data): data}); err != nil {
+		t.Fatal(err)
+	}
+	if durable.Syncs() == before {
+		t.Error("neither OpenSpool nor Put fsynced the spool directory, yet Put reported the content durable")
+	}
+}
