@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/handoff-sync/handoff/internal/sshdtest"
 )
 
 // TestLockHeldExits75: a run that finds the lock held exits 75 at once with
@@ -104,4 +108,72 @@ func mustGlob(t *testing.T, pattern string) []string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestOverlappingSyncExits75: while one sync holds the lock (kept busy by a
+// host that accepts TCP and never speaks), a second sync exits 75 at once
+// and applies nothing; the first finishes the job. Invariant: one ingester
+// at a time, nothing applied twice.
+func TestOverlappingSyncExits75(t *testing.T) {
+	w := newWorld(t)
+	markers := w.mixed()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold it open, say nothing
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	_, key := sshdtest.NewEd25519(t)
+	idFile := filepath.Join(w.dir, "id_ed25519")
+	sshdtest.WritePrivateKey(t, idFile, key, "")
+	b, _ := os.ReadFile(w.manifest)
+	mustWrite(t, w.manifest, string(b)+fmt.Sprintf(`  - name: silent
+    transport: ssh
+    timeout: 4s
+    ssh: {host: 127.0.0.1, port: %d, connect_timeout: 3s, known_hosts: %s, identity_file: %s}
+    inboxes: [/nonexistent/.claude/memory-handoffs]
+`, port, filepath.Join(w.dir, "known_hosts"), idFile))
+
+	first := exec.Command(binary(), "sync", "--manifest", w.manifest)
+	var firstOut strings.Builder
+	first.Stdout, first.Stderr = &firstOut, &firstOut
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lockFile := filepath.Join(w.ws, ".handoff/lock")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if pid, _ := os.ReadFile(lockFile); strings.TrimSpace(string(pid)) == fmt.Sprint(first.Process.Pid) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("first run never took the lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	code, out := w.sync()
+	if code != 75 || !strings.Contains(out, fmt.Sprintf("pid %d", first.Process.Pid)) {
+		t.Fatalf("second run: exit %d, want 75 naming pid %d:\n%s", code, first.Process.Pid, out)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("second run took %v; it must exit at once", time.Since(start))
+	}
+	err = first.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("first run: %v, want exit 1 (the silent host fails):\n%s", err, firstOut.String())
+	}
+	if !strings.Contains(firstOut.String(), "host silent") {
+		t.Fatalf("first run did not report the silent host:\n%s", firstOut.String())
+	}
+	w.checkConverged(markers, mixedResults)
 }

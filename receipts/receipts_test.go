@@ -1,0 +1,69 @@
+package receipts
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSummaryAndNoUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		r     Receipt
+		want  string
+		noUpd bool
+	}{
+		{"empty apply", Receipt{Mode: ModeApply},
+			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\nNO_UPDATES\n", true},
+		{"dry run", Receipt{Mode: ModeDryRun, Counts: Counts{Pulled: 2, Promoted: 1, Duplicate: 1}},
+			"[dry-run] Pulled 2  Promoted 1  Routed 0  Review 0  Malformed 0  Duplicate 1  Rejected 0  Deferred 0\n", false},
+		{"only deferrals", Receipt{Mode: ModeDryRun, Counts: Counts{Deferred: 3, Rejected: 1}},
+			"[dry-run] Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 1  Deferred 3\n[dry-run] NO_UPDATES\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.r.Summary(); got != tc.want {
+				t.Errorf("Summary() = %q, want %q", got, tc.want)
+			}
+			if tc.r.NoUpdates() != tc.noUpd {
+				t.Errorf("NoUpdates() = %v", !tc.noUpd)
+			}
+		})
+	}
+}
+
+func TestTally(t *testing.T) {
+	r := Receipt{Counts: Counts{Pulled: 4, Promoted: 99}}
+	for _, res := range []string{"promoted", "routed", "routed", "review", "malformed", "duplicate", "rejected", "deferred", "deferred"} {
+		r.Handoffs = append(r.Handoffs, Handoff{Result: res})
+	}
+	r.Tally()
+	want := Counts{Pulled: 4, Promoted: 1, Routed: 2, Review: 1, Malformed: 1, Duplicate: 1, Rejected: 1, Deferred: 2}
+	if r.Counts != want {
+		t.Fatalf("Tally: %+v, want %+v", r.Counts, want)
+	}
+}
+
+// TestWriteAndRead: the per-run file, latest.json and latest.log are
+// written, and a receipt reads back strictly.
+func TestWriteAndRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "receipts")
+	r := &Receipt{SchemaVersion: 1, RunID: "20261129T203600Z-3f9a1c", Mode: ModeApply, Outcome: OutcomeOK, Status: StatusEmpty}
+	p, err := Write(dir, r, []byte("log line\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != filepath.Join(dir, r.RunID+".json") {
+		t.Errorf("path %s", p)
+	}
+	got, err := Read(filepath.Join(dir, "latest.json"))
+	if err != nil || got.RunID != r.RunID {
+		t.Fatalf("Read latest: %+v, %v", got, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "latest.log")); string(b) != "log line\n" {
+		t.Errorf("latest.log = %q", b)
+	}
+	if _, err := Decode([]byte(`{"schema_version": 2}`)); err == nil || !strings.Contains(err.Error(), "schema_version 2") {
+		t.Errorf("Decode accepted schema 2: %v", err)
+	}
+}
