@@ -59,6 +59,6 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log each step to stderr")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format with --verbose: text or json")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newSyncCmd(g), newLintCmd(g), newManifestCmd(g), newHostsCmd(g), newWorkerCmd(g))
+	root.AddCommand(newSyncCmd(g), newLintCmd(g), newManifestCmd(g), newHostsCmd(g), newWorkerCmd(g), newDemoCmd(g))
 	return root
 }
