@@ -300,6 +300,19 @@ func openState(ws string, dryRun bool) (*state, error) {
 		st.baseSpool = st.spoolDir
 		st.ledgerPath, st.spoolDir = filepath.Join(tmp, "ledger.db"), filepath.Join(tmp, "spool")
 	}
+	if !dryRun {
+		// Under the lock and before any worker starts: the only moment a
+		// temporary file in the spool is surely a crashed writer's.
+		sp, err := claim.OpenSpool(st.spoolDir)
+		if err != nil {
+			return nil, err
+		}
+		_, err = sp.RemoveTemps()
+		sp.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
 	sp, err := openSpool(st.spoolDir, st.baseSpool)
 	if err != nil {
 		st.close()

@@ -34,7 +34,9 @@ type DirSpool struct {
 
 var _ Spool = (*DirSpool)(nil)
 
-// OpenSpool opens (creating if needed) the spool directory.
+// OpenSpool opens (creating if needed) the spool directory. Several
+// processes may have the same spool open: a run's pull workers store into
+// it at the same time.
 func OpenSpool(dir string) (*DirSpool, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
@@ -42,10 +44,6 @@ func OpenSpool(dir string) (*DirSpool, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
-	}
-	if _, err := durable.RemoveTemps(root, "."); err != nil {
-		root.Close()
-		return nil, fmt.Errorf("spool: remove temporary files: %w", err)
 	}
 	// A run killed between renaming a spool file into place and syncing the
 	// directory leaves an entry that a later Put would find and trust: make
@@ -68,6 +66,17 @@ func OpenSpoolReadOnly(dir string) (*DirSpool, error) {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	return &DirSpool{root: root}, nil
+}
+
+// RemoveTemps deletes temporary files a crashed writer left behind. Only
+// the run holding the workspace lock may call it, and only before it starts
+// any pull: a live writer's temporary file looks the same.
+func (s *DirSpool) RemoveTemps() (int, error) {
+	n, err := durable.RemoveTemps(s.root, ".")
+	if err != nil {
+		return n, fmt.Errorf("spool: remove temporary files: %w", err)
+	}
+	return n, nil
 }
 
 // Close releases the directory handle.

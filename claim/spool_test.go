@@ -140,8 +140,9 @@ func TestDirSpoolGetDetectsCorruption(t *testing.T) {
 }
 
 // TestOpenSpoolRemovesTemps protects "nothing half-written is taken for a
-// stored handoff": temporary files a crashed writer left are deleted when
-// the spool is opened; stored files stay.
+// stored handoff": temporary files a crashed writer left are deleted by
+// RemoveTemps (the lock holder calls it before any pull), never by
+// OpenSpool, which concurrent workers call; stored files stay.
 func TestOpenSpoolRemovesTemps(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(tempRoot(t), "spool")
@@ -169,6 +170,12 @@ func TestOpenSpoolRemovesTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if got := len(spoolNames(t, dir)); got != 4 {
+		t.Errorf("OpenSpool removed files: %d left, want 4 (another process may be writing them)", got)
+	}
+	if n, err := s.RemoveTemps(); n != 2 || err != nil {
+		t.Errorf("RemoveTemps = %d, %v; want 2, nil", n, err)
+	}
 	want := []string{claim.Name(sha(data)), "handoff-tmp.keep"}
 	sort.Strings(want)
 	if got := spoolNames(t, dir); !equalStrings(got, want) {
