@@ -51,6 +51,29 @@ type Options struct {
 	// its own process; "" pulls in this process (tests, library use).
 	Worker string
 	Now    func() time.Time
+
+	// Notifier, when set, is told when the run starts and how it ended (the
+	// heartbeat ping). Its failures are recorded in the receipt and never
+	// fail the run. Dry runs do not notify.
+	Notifier Notifier
+	// Progress, when set, receives per-host progress as it happens. It is
+	// called from several goroutines, one at a time per host.
+	Progress func(HostProgress)
+}
+
+// Notifier is the heartbeat: Start when a run begins, Finish when it ends.
+type Notifier interface {
+	Start(ctx context.Context) error
+	Finish(ctx context.Context, ok bool, summary string) error
+}
+
+// HostProgress is one host's state during a run.
+type HostProgress struct {
+	Host    string
+	State   string // connecting | pulling | done | error
+	Inboxes int    // inboxes scanned so far
+	Pulled  int    // handoffs stored so far
+	Err     string // with State "error"
 }
 
 // Sync pulls the selected hosts, ingests everything stored, and (unless a
@@ -110,6 +133,15 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		r.Mode = receipts.ModeDryRun
 	}
 	log.Info("run started", "run", r.RunID, "mode", r.Mode, "workspace", wsDir, "hosts", len(hosts))
+	notify := func(err error) {
+		if err != nil && r.Notify.OK {
+			r.Notify = receipts.Notify{OK: false, Error: err.Error()}
+			log.Warn("heartbeat ping failed", "err", err)
+		}
+	}
+	if opts.Notifier != nil && !opts.DryRun {
+		notify(opts.Notifier.Start(ctx))
+	}
 
 	st, err := openState(wsDir, opts.DryRun)
 	if err != nil {
@@ -157,6 +189,9 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if ingErr != nil {
 		r.Error = ingErr.Error()
 		log.Error("ingest failed", "err", ingErr)
+	}
+	if opts.Notifier != nil && !opts.DryRun {
+		notify(opts.Notifier.Finish(ctx, r.Outcome == receipts.OutcomeOK, r.Summary()))
 	}
 	r.FinishedAt = opts.Now().UTC()
 	log.Info("run finished", "run", r.RunID, "outcome", r.Outcome, "status", r.Status)
@@ -245,6 +280,23 @@ func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st 
 }
 
 func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) claim.HostReport {
+	progress := func(p HostProgress) {
+		if opts.Progress != nil {
+			p.Host = h.Name
+			opts.Progress(p)
+		}
+	}
+	progress(HostProgress{State: "connecting"})
+	rep := pullHostReport(ctx, h, opts, st, runID, log)
+	if rep.Outcome == "ok" {
+		progress(HostProgress{State: "done", Inboxes: len(rep.Inboxes), Pulled: rep.Stored})
+	} else {
+		progress(HostProgress{State: "error", Inboxes: len(rep.Inboxes), Pulled: rep.Stored, Err: rep.Error})
+	}
+	return rep
+}
+
+func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) claim.HostReport {
 	if opts.Worker != "" {
 		return pullInWorker(ctx, h, opts, st, runID, log)
 	}

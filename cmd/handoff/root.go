@@ -59,6 +59,14 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log each step to stderr")
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format with --verbose: text or json")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newSyncCmd(g), newLintCmd(g), newManifestCmd(g), newHostsCmd(g), newWorkerCmd(g), newDemoCmd(g))
+	for _, mk := range commands {
+		root.AddCommand(mk(g))
+	}
 	return root
+}
+
+// commands builds every subcommand. A command in a file of its own adds
+// itself here from that file's init, so that files do not edit one list.
+var commands = []func(*globals) *cobra.Command{
+	newSyncCmd, newLintCmd, newManifestCmd, newHostsCmd, newWorkerCmd, newDemoCmd,
 }
