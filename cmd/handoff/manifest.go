@@ -27,5 +27,6 @@ func newManifestCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	})
+	cmd.AddCommand(newManifestSchemaCmd(g))
 	return cmd
 }
