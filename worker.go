@@ -84,6 +84,11 @@ func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp 
 	cfg := claim.Config{
 		Host: h.Name, Transport: h.Transport, Harnesses: h.Harnesses, Inboxes: h.Inboxes,
 		MaxFileSize: h.MaxFileSize, Settle: h.Settle, DryRun: dryRun, Now: now, Log: log,
+		// In a worker this log is stderr as JSON lines: relayLog turns each
+		// of these into a "pulling" update for the parent's Progress.
+		Progress: func(inboxes, pulled int) {
+			log.Debug(progressMsg, "host", h.Name, "inboxes", inboxes, "pulled", pulled)
+		},
 	}
 	for _, d := range h.Discover {
 		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
@@ -124,7 +129,7 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 	}
 	relayed := make(chan struct{})
 	go func() {
-		relayLog(stderr, h.Name, log)
+		relayLog(stderr, h.Name, log, opts.Progress)
 		close(relayed)
 	}()
 	done := make(chan error, 1)
@@ -161,8 +166,13 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 	return rep
 }
 
-// relayLog copies a worker's JSON log lines into the parent's log.
-func relayLog(r io.Reader, host string, log *slog.Logger) {
+// progressMsg is the message of a worker's progress log line (fields
+// inboxes and pulled).
+const progressMsg = "progress"
+
+// relayLog copies a worker's JSON log lines into the parent's log, and hands
+// each progress line to progress (when set) as a "pulling" update.
+func relayLog(r io.Reader, host string, log *slog.Logger, progress func(HostProgress)) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1024), maxWorkerLine)
 	for {
@@ -182,6 +192,9 @@ func relayLog(r io.Reader, host string, log *slog.Logger) {
 			continue
 		}
 		msg, _ := rec["msg"].(string)
+		if msg == progressMsg && progress != nil {
+			progress(HostProgress{Host: host, State: "pulling", Inboxes: jsonCount(rec["inboxes"]), Pulled: jsonCount(rec["pulled"])})
+		}
 		level := slog.LevelInfo
 		if l, ok := rec["level"].(string); ok {
 			level.UnmarshalText([]byte(l))
@@ -194,6 +207,16 @@ func relayLog(r io.Reader, host string, log *slog.Logger) {
 		}
 		log.Log(context.Background(), level, msg, attrs...)
 	}
+}
+
+// jsonCount reads a non-negative count from a decoded JSON number; anything
+// else is 0.
+func jsonCount(v any) int {
+	f, _ := v.(float64)
+	if !(f >= 0) || f > 1<<31 {
+		return 0
+	}
+	return int(f)
 }
 
 // limitedBuffer keeps at most max bytes and remembers if more came.

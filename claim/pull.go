@@ -76,7 +76,13 @@ func (p *puller) run(ctx context.Context) error {
 		return err
 	}
 	var archiveErrs []error
-	for _, in := range inboxes {
+	progress := func(scanned int) {
+		if p.cfg.Progress != nil {
+			p.cfg.Progress(scanned, p.report.Stored)
+		}
+	}
+	for i, in := range inboxes {
+		progress(i)
 		ir := InboxReport{Path: in.Path, State: in.State, Tracked: in.Tracked, Ignored: in.Ignored, IgnoredCount: in.IgnoredN, Pending: len(in.Candidates)}
 		if in.Err != nil {
 			ir.Error = in.Err.Error()
@@ -95,6 +101,7 @@ func (p *puller) run(ctx context.Context) error {
 			errs, err := p.store(ctx, in.Path, batch)
 			archiveErrs = append(archiveErrs, errs...)
 			batch, size = batch[:0], 0
+			progress(i)
 			return err
 		}
 		for _, c := range in.Candidates {
@@ -117,6 +124,7 @@ func (p *puller) run(ctx context.Context) error {
 			return err
 		}
 	}
+	progress(len(inboxes))
 	if len(archiveErrs) > 0 {
 		return fmt.Errorf("%d file(s) stored but not archived (the next run retries): %w", len(archiveErrs), archiveErrs[0])
 	}

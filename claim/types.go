@@ -47,6 +47,10 @@ type Config struct {
 	DryRun      bool             // archive nothing; the caller passes a MemSpool and a scratch ledger
 	Now         func() time.Time // nil: time.Now
 	Log         *slog.Logger     // nil: discard
+	// Progress, when set, is told how many inboxes have been scanned and
+	// how many handoffs stored so far: after discovery, after each stored
+	// batch and after each inbox. Nil: nothing is reported.
+	Progress func(inboxes, pulled int)
 }
 
 // Root is a directory walked for repositories.

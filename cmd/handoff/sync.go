@@ -6,11 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/notify"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -19,9 +21,12 @@ type syncCmd struct {
 	hosts        []string
 	dryRun       bool
 	json         bool
+	quiet        bool
 	manifestPath string
 	workspace    string
 	parallel     int
+	ping         string
+	pingTimeout  time.Duration
 }
 
 func newSyncCmd(g *globals) *cobra.Command {
@@ -36,13 +41,19 @@ func newSyncCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&c.hosts, "host", nil, "pull only this host (repeatable); the spool backlog is still ingested")
 	f.BoolVar(&c.dryRun, "dry-run", false, "show what would happen; write nothing anywhere")
 	f.BoolVar(&c.json, "json", false, "print the receipt as JSON on stdout")
+	f.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing but errors (no progress, no summary); the exit code tells how it went")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
 	f.IntVar(&c.parallel, "parallel", 8, "hosts pulled at once")
+	f.StringVar(&c.ping, "ping", "", "heartbeat URL, healthchecks.io style (overrides the manifest's notify.ping_url)")
+	f.DurationVar(&c.pingTimeout, "ping-timeout", notify.DefaultTotal, "most time one heartbeat ping may take, retries included")
 	return cmd
 }
 
 func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
+	if c.quiet && c.json {
+		return usageError{errors.New("--quiet and --json exclude each other")}
+	}
 	m, err := loadManifest(c.manifestPath)
 	if err != nil {
 		return err
@@ -57,10 +68,17 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("find own binary for pull workers: %w", err)
 	}
+	notifier, err := c.notifier(m)
+	if err != nil {
+		return err
+	}
+	live := c.g.startProgress(m, c.hosts, c.json || c.quiet) // nil unless on a terminal
 	r, err := handoff.Sync(cmd.Context(), handoff.Options{
 		Manifest: m, Workspace: ws, Hosts: c.hosts, DryRun: c.dryRun,
-		Parallel: c.parallel, Log: c.g.logger(), Worker: self,
+		Parallel: c.parallel, Log: c.g.logger(), Worker: self, Notifier: notifier,
+		Progress: live.Func(),
 	})
+	live.Finish()
 	if err != nil {
 		return err
 	}
@@ -76,12 +94,34 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 				fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\n", h.Name, h.Error)
 			}
 		}
-		fmt.Fprint(c.g.stdout, r.Summary())
+		if !c.quiet {
+			fmt.Fprint(c.g.stdout, r.Summary())
+		}
 	}
 	if r.Outcome != receipts.OutcomeOK {
 		return silent(exitFailed)
 	}
 	return nil
+}
+
+// notifier is the heartbeat from --ping or the manifest's notify.ping_url;
+// nil when neither is set.
+func (c *syncCmd) notifier(m *manifest.Manifest) (handoff.Notifier, error) {
+	if c.pingTimeout <= 0 {
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf("--ping-timeout %v: must be more than 0", c.pingTimeout)}
+	}
+	u := c.ping
+	if u == "" {
+		u = m.Notify.PingURL
+	}
+	if u == "" {
+		return nil, nil
+	}
+	p, err := notify.New(u, notify.Options{Total: c.pingTimeout, Log: c.g.logger()})
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err, hint: "use the full ping URL, such as https://hc-ping.com/<uuid>"}
+	}
+	return p, nil
 }
 
 // loadManifest loads the manifest at path, or the default one.

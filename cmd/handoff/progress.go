@@ -1,0 +1,217 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+
+	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/manifest"
+)
+
+// redrawEvery throttles the live block: at most this many redraws a second.
+const redrawEvery = 100 * time.Millisecond
+
+// liveProgress draws one line per host on a terminal (host, state, inboxes
+// scanned, handoffs pulled) and redraws that block in place, with ANSI
+// cursor movement, as the hosts move along. Redraws are throttled; Finish
+// draws the final state once and leaves the cursor below the block, so the
+// summary that follows prints as usual.
+//
+// A nil *liveProgress is valid and draws nothing: that is what every run
+// without a terminal, or with --json, --quiet or --verbose, gets.
+type liveProgress struct {
+	w        io.Writer
+	width    func() int // terminal columns; 0 when unknown
+	interval time.Duration
+	now      func() time.Time
+
+	mu    sync.Mutex
+	order []string
+	hosts map[string]handoff.HostProgress
+	drawn int       // lines of the block now on screen
+	last  time.Time // when it was drawn
+	dirty bool      // an update not drawn yet
+	timer *time.Timer
+	done  bool
+}
+
+// startProgress returns the live renderer for a sync, or nil when there must
+// be no progress output at all: stdout is not a terminal (cron, pipes,
+// files), TERM is dumb, the output is machine-read (--json) or silenced
+// (--quiet), or --verbose logs each step to the same screen (stderr), where
+// redraws and log lines would garble each other.
+func (g *globals) startProgress(m *manifest.Manifest, selected []string, off bool) *liveProgress {
+	if off || g.verbose || os.Getenv("TERM") == "dumb" {
+		return nil
+	}
+	f, ok := g.stdout.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	width := func() int {
+		w, _, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0
+		}
+		return w
+	}
+	names := selected
+	if len(names) == 0 {
+		names = m.HostNames()
+	}
+	return newLiveProgress(f, names, width)
+}
+
+func newLiveProgress(w io.Writer, hosts []string, width func() int) *liveProgress {
+	p := &liveProgress{w: w, width: width, interval: redrawEvery, now: time.Now, hosts: map[string]handoff.HostProgress{}}
+	for _, h := range hosts {
+		if !slices.Contains(p.order, h) {
+			p.order = append(p.order, h)
+		}
+	}
+	return p
+}
+
+// Func is the callback for handoff.Options.Progress; nil for a nil renderer.
+func (p *liveProgress) Func() func(handoff.HostProgress) {
+	if p == nil {
+		return nil
+	}
+	return p.Update
+}
+
+// Update records a host's new state and redraws, at most once per interval.
+// It is safe for concurrent use.
+func (p *liveProgress) Update(hp handoff.HostProgress) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	if !slices.Contains(p.order, hp.Host) {
+		p.order = append(p.order, hp.Host)
+	}
+	p.hosts[hp.Host] = hp
+	p.dirty = true
+	if p.drawn > 0 {
+		if wait := p.interval - p.now().Sub(p.last); wait > 0 {
+			if p.timer == nil {
+				p.timer = time.AfterFunc(wait, p.tick)
+			}
+			return
+		}
+	}
+	p.draw()
+}
+
+func (p *liveProgress) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.timer = nil
+	if !p.done && p.dirty {
+		p.draw()
+	}
+}
+
+// Finish draws the final state (once, if anything changed since the last
+// redraw) and stops redrawing. Later updates are ignored.
+func (p *liveProgress) Finish() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	p.done = true
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	if p.dirty {
+		p.draw()
+	}
+}
+
+// draw rewrites the block: up to its first line, then each line cleared and
+// written anew. Called with mu held.
+func (p *liveProgress) draw() {
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA", p.drawn)
+	}
+	nameWidth := 0
+	for _, h := range p.order {
+		nameWidth = max(nameWidth, min(utf8.RuneCountInString(h), 24))
+	}
+	cols := 0
+	if p.width != nil {
+		cols = p.width()
+	}
+	for _, h := range p.order {
+		b.WriteString("\r\x1b[2K")
+		b.WriteString(fit(p.line(h, nameWidth), cols))
+		b.WriteString("\n")
+	}
+	io.WriteString(p.w, b.String())
+	p.drawn = len(p.order)
+	p.last = p.now()
+	p.dirty = false
+}
+
+// line renders one host's state.
+func (p *liveProgress) line(host string, nameWidth int) string {
+	hp, ok := p.hosts[host]
+	state := hp.State
+	if !ok || state == "" {
+		state = "waiting"
+	}
+	s := fmt.Sprintf("  %-*s  %-10s  inboxes %-4d  pulled %-4d", nameWidth, printable(host), printable(state), hp.Inboxes, hp.Pulled)
+	if hp.Err != "" {
+		s += "  " + printable(firstLine(hp.Err))
+	}
+	return strings.TrimRight(s, " ")
+}
+
+// fit cuts s to fewer than cols columns, so that no line wraps and the
+// cursor arithmetic stays right. cols <= 0 means unknown: no cut.
+func fit(s string, cols int) string {
+	if cols <= 0 || utf8.RuneCountInString(s) < cols {
+		return s
+	}
+	r := []rune(s)
+	if cols < 2 {
+		return ""
+	}
+	return string(r[:cols-2]) + "…"
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// printable replaces control and format characters (escape sequences
+// included) so that nothing a host sends in an error can move the cursor
+// or recolour the terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return '?'
+		}
+		return r
+	}, s)
+}

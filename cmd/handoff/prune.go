@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/manifest"
+)
+
+func init() { commands = append(commands, newPruneCmd) }
+
+type pruneCmd struct {
+	g            *globals
+	olderThan    string
+	hosts        []string
+	dryRun       bool
+	manifestPath string
+	workspace    string
+}
+
+func newPruneCmd(g *globals) *cobra.Command {
+	c := &pruneCmd{g: g}
+	cmd := &cobra.Command{
+		Use:   "prune --older-than DURATION",
+		Short: "Delete archived handoffs (processed/) and ingested spool files older than a duration",
+		Long: `prune deletes, on every host (or those named with --host), the regular files
+in each inbox's processed/ directory whose modification time is older than
+--older-than, and in the workspace the spool files of handoffs ingested
+before then. It never touches malformed/, the inboxes themselves, review
+drafts or the ledger's rows; it never follows a symlink and never descends
+below processed/. It holds the workspace lock like sync.`,
+		Example: "  handoff prune --older-than 30d\n  handoff prune --older-than 90d --host laptop --dry-run",
+		Args:    cobra.NoArgs,
+		RunE:    c.run,
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.olderThan, "older-than", "", "age past which archived handoffs go, such as 30d or 720h (required)")
+	f.StringArrayVar(&c.hosts, "host", nil, "prune only this host (repeatable); only spool files from these hosts go")
+	f.BoolVar(&c.dryRun, "dry-run", false, "show what would be removed; remove nothing")
+	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
+	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
+	return cmd
+}
+
+func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
+	if c.olderThan == "" {
+		return usageError{errors.New("prune needs --older-than, such as --older-than 30d")}
+	}
+	age, err := manifest.ParseDuration(c.olderThan)
+	if err != nil {
+		return usageError{fmt.Errorf("--older-than: %w", err)}
+	}
+	if age <= 0 {
+		return usageError{fmt.Errorf("--older-than %s: must be more than 0", c.olderThan)}
+	}
+	m, err := loadManifest(c.manifestPath)
+	if err != nil {
+		return err
+	}
+	ws := c.workspace
+	if ws != "" {
+		if ws, err = filepath.Abs(ws); err != nil {
+			return err
+		}
+	}
+	r, err := handoff.Prune(cmd.Context(), handoff.PruneOptions{
+		Manifest: m, Workspace: ws, Hosts: c.hosts, OlderThan: age, DryRun: c.dryRun, Log: c.g.logger(),
+	})
+	if errors.Is(err, handoff.ErrLocked) {
+		return &exitError{code: exitLocked, err: err, hint: "another handoff run is using the workspace; prune again when it is done"}
+	}
+	if r == nil {
+		return err
+	}
+	prefix, verb := "", "removed"
+	if r.DryRun {
+		prefix, verb = "[dry-run] ", "would remove"
+	}
+	for _, h := range r.Hosts {
+		if h.Error != "" {
+			fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\n", h.Name, h.Error)
+			if h.Removed == 0 {
+				continue
+			}
+		}
+		fmt.Fprintf(c.g.stdout, "%s%s: %s %d processed %s (%s)\n", prefix, h.Name, verb, h.Removed, plural(h.Removed, "handoff", "handoffs"), formatBytes(h.Bytes))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.g.stdout, "%sspool: %s %d %s\n", prefix, verb, r.Spool.Files, plural(r.Spool.Files, "file", "files"))
+	if r.Failed() {
+		return silent(exitFailed)
+	}
+	return nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// formatBytes renders a size in binary units: 512 B, 1.5 KiB, 34 KiB, 2.1 MiB.
+func formatBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n)/1024, 0
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	for v >= 1024 && unit < len(units)-1 {
+		v /= 1024
+		unit++
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.1f %s", v, units[unit])
+	}
+	return fmt.Sprintf("%.0f %s", v, units[unit])
+}

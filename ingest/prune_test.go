@@ -1,0 +1,217 @@
+package ingest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/handoff-sync/handoff/claim"
+)
+
+// spoolFixture is a ledger and a spool holding one content per case.
+type spoolFixture struct {
+	t     *testing.T
+	led   *Ledger
+	dir   string // the spool
+	shas  map[string]string
+	rows  int
+	bytes map[string]int64
+}
+
+func newSpoolFixture(t *testing.T) *spoolFixture {
+	t.Helper()
+	dir := t.TempDir()
+	led, err := OpenLedger(filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	return &spoolFixture{t: t, led: led, dir: filepath.Join(dir, "spool"), shas: map[string]string{}, bytes: map[string]int64{}}
+}
+
+// source stores content under key (once) and records one source of it with
+// the given host, result and ingestion time ("" result: pending).
+func (f *spoolFixture) source(key, host, name, result string, ingested time.Time) {
+	f.t.Helper()
+	data := []byte("# Memory Handoff\n\n## Title\n" + key + "\n")
+	sha := claim.Hash(data)
+	f.shas[key] = sha
+	f.bytes[key] = int64(len(data))
+	sp, err := claim.OpenSpool(f.dir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := sp.Put(map[string][]byte{sha: data}); err != nil {
+		f.t.Fatal(err)
+	}
+	sp.Close()
+	ctx := context.Background()
+	src := claim.Source{Host: host, Inbox: "/in", Name: name, SHA256: sha, Size: int64(len(data)), ArchivedAs: "processed/" + name, Parses: true}
+	if _, err := f.led.RecordSources(ctx, "run-1", []claim.Source{src}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.rows++
+	if result == "" {
+		return
+	}
+	if _, err := f.led.db.ExecContext(ctx, `UPDATE sources SET result = ?, ingest_run = 'run-1', ingested_at = ? WHERE host = ? AND name = ? AND sha256 = ?`,
+		result, ingested.UTC().Format(time.RFC3339Nano), host, name, sha); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *spoolFixture) exists(key string) bool {
+	_, err := os.Lstat(filepath.Join(f.dir, claim.Name(f.shas[key])))
+	return err == nil
+}
+
+func (f *spoolFixture) sourceRows() int {
+	var n int
+	if err := f.led.db.QueryRow(`SELECT count(*) FROM sources`).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+func TestPruneSpool(t *testing.T) {
+	now := time.Now()
+	old, young := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
+	cutoff := now.Add(-30 * 24 * time.Hour)
+	f := newSpoolFixture(t)
+	f.source("promoted-old", "laptop", "a.md", ResultPromoted, old)
+	f.source("routed-old", "laptop", "b.md", ResultRouted, old.Add(time.Second))
+	f.source("review-old", "laptop", "c.md", ResultReview, old)
+	f.source("promoted-young", "laptop", "d.md", ResultPromoted, young)
+	f.source("pending", "laptop", "e.md", "", time.Time{})
+	f.source("malformed-old", "laptop", "f.md", ResultMalformed, old)
+	// The same content twice: one copy applied long ago, one still pending.
+	f.source("half", "laptop", "g.md", ResultPromoted, old)
+	f.source("half", "vps", "g.md", "", time.Time{})
+	// The same content twice, both finished, the duplicate recently.
+	f.source("dup", "laptop", "h.md", ResultPromoted, old)
+	f.source("dup", "vps", "h.md", ResultDuplicate, young)
+	// Finished long ago but a plan for it is still open (a crashed run).
+	f.source("open-plan", "laptop", "i.md", ResultPromoted, old)
+	if _, err := f.led.db.Exec(`INSERT INTO plans (sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+		SELECT sha256, id, 'card', 'create-card', 'memory/cards/x.md', '', '', x'', 'planned', 'run-1', '' FROM sources WHERE name = 'i.md'`); err != nil {
+		t.Fatal(err)
+	}
+	// Finished long ago, but its spool file is a symlink: left alone.
+	f.source("symlink", "laptop", "j.md", ResultRouted, old)
+	sp := filepath.Join(f.dir, claim.Name(f.shas["symlink"]))
+	os.Remove(sp)
+	target := filepath.Join(t.TempDir(), "target.md")
+	if err := os.WriteFile(target, []byte("not the spool's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, sp); err != nil {
+		t.Fatal(err)
+	}
+	// A spool file the ledger does not know.
+	orphan := filepath.Join(f.dir, claim.Name(claim.Hash([]byte("orphan"))))
+	if err := os.WriteFile(orphan, []byte("orphan"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	gone := []string{"promoted-old", "routed-old", "review-old"}
+	var wantBytes int64
+	for _, k := range gone {
+		wantBytes += f.bytes[k]
+	}
+	kept := []string{"promoted-young", "pending", "malformed-old", "half", "dup", "open-plan", "symlink"}
+
+	ctx := context.Background()
+	opts := PruneSpoolOptions{Dir: f.dir, Before: cutoff, DryRun: true}
+	got, err := PruneSpool(ctx, f.led, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Files != len(gone) || got.Bytes != wantBytes {
+		t.Fatalf("dry run: %+v, want %d files, %d bytes", got, len(gone), wantBytes)
+	}
+	for k := range f.shas {
+		if !f.exists(k) {
+			t.Fatalf("dry run removed %s", k)
+		}
+	}
+
+	opts.DryRun = false
+	got, err = PruneSpool(ctx, f.led, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Files != len(gone) || got.Bytes != wantBytes {
+		t.Fatalf("prune: %+v, want %d files, %d bytes", got, len(gone), wantBytes)
+	}
+	for _, k := range gone {
+		if f.exists(k) {
+			t.Errorf("%s: spool file kept, want removed", k)
+		}
+	}
+	for _, k := range kept {
+		if !f.exists(k) {
+			t.Errorf("%s: spool file removed, want kept", k)
+		}
+	}
+	if _, err := os.Stat(orphan); err != nil {
+		t.Errorf("a spool file the ledger does not know was removed: %v", err)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("a symlink's target was touched: %v", err)
+	}
+	if n := f.sourceRows(); n != f.rows {
+		t.Errorf("ledger has %d source rows after prune, want all %d", n, f.rows)
+	}
+
+	// Again: nothing left to do.
+	got, err = PruneSpool(ctx, f.led, opts)
+	if err != nil || got.Files != 0 {
+		t.Fatalf("second prune: %+v, %v; want nothing", got, err)
+	}
+}
+
+// TestPruneSpoolHosts: with hosts selected, only content whose every source
+// came from them goes.
+func TestPruneSpoolHosts(t *testing.T) {
+	old := time.Now().Add(-48 * time.Hour)
+	f := newSpoolFixture(t)
+	f.source("laptop-only", "laptop", "a.md", ResultPromoted, old)
+	f.source("vps-only", "vps", "b.md", ResultPromoted, old)
+	f.source("both", "laptop", "c.md", ResultPromoted, old)
+	f.source("both", "vps", "c.md", ResultDuplicate, old)
+	got, err := PruneSpool(context.Background(), f.led, PruneSpoolOptions{Dir: f.dir, Before: time.Now().Add(-time.Hour), Hosts: []string{"laptop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Files != 1 {
+		t.Fatalf("removed %d files, want 1", got.Files)
+	}
+	var left []string
+	for k := range f.shas {
+		if f.exists(k) {
+			left = append(left, k)
+		}
+	}
+	slices.Sort(left)
+	if !slices.Equal(left, []string{"both", "vps-only"}) {
+		t.Fatalf("left %v, want [both vps-only]", left)
+	}
+}
+
+// TestPruneSpoolNoSpool: a workspace whose spool is missing prunes nothing
+// and creates nothing.
+func TestPruneSpoolNoSpool(t *testing.T) {
+	f := newSpoolFixture(t)
+	f.source("x", "laptop", "a.md", ResultPromoted, time.Now().Add(-48*time.Hour))
+	os.RemoveAll(f.dir)
+	got, err := PruneSpool(context.Background(), f.led, PruneSpoolOptions{Dir: f.dir, Before: time.Now()})
+	if err != nil || got.Files != 0 {
+		t.Fatalf("%+v, %v", got, err)
+	}
+	if _, err := os.Stat(f.dir); !os.IsNotExist(err) {
+		t.Fatalf("spool directory created: %v", err)
+	}
+}

@@ -1,0 +1,286 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// PruneOptions configure Prune.
+type PruneOptions struct {
+	Manifest  *manifest.Manifest
+	Workspace string   // overrides the manifest's
+	Hosts     []string // prune only these hosts; empty means all
+	// OlderThan: archived handoffs and spool files older than this go. It
+	// must be positive.
+	OlderThan time.Duration
+	DryRun    bool         // count what would go; change nothing
+	Parallel  int          // hosts pruned at once; 0 means 8
+	Log       *slog.Logger // nil discards
+	Dial      Dialer       // nil: DialHost
+	Now       func() time.Time
+}
+
+// PruneReport is what Prune removed, or would remove in a dry run.
+type PruneReport struct {
+	DryRun bool              `json:"dry_run"`
+	Cutoff time.Time         `json:"cutoff"`
+	Hosts  []HostPrune       `json:"hosts"`
+	Spool  ingest.SpoolPrune `json:"spool"`
+}
+
+// HostPrune is one host's part of a prune.
+type HostPrune struct {
+	Name    string `json:"name"`
+	Removed int    `json:"removed"` // files removed from processed/ directories
+	Bytes   int64  `json:"bytes"`   // their sizes as the host reported them
+	Kept    int    `json:"kept"`    // archived handoffs not old enough yet
+	Skipped int    `json:"skipped"` // entries left alone: not a regular file with a plain *.md name
+	Error   string `json:"error,omitempty"`
+}
+
+// Failed reports whether any host failed.
+func (r *PruneReport) Failed() bool {
+	for _, h := range r.Hosts {
+		if h.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Prune deletes old acknowledged handoffs: on each selected host, the
+// regular files in every inbox's processed/ directory whose modification
+// time is before now-OlderThan; in the workspace, the spool files of
+// handoffs ingested before then (see ingest.PruneSpool). It never touches
+// malformed/, the inboxes themselves, review drafts, or the ledger's rows,
+// never follows a symlink and never descends below processed/.
+//
+// Like Sync, it holds the workspace lock (ErrLocked when another run has
+// it); a dry run locks only an existing lock file and writes nothing. A host
+// that fails is recorded in the report and the others are pruned; the
+// error is for the run as a whole (lock, ledger, spool).
+func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
+	m := opts.Manifest
+	if m == nil {
+		return nil, &UsageError{"no manifest"}
+	}
+	if opts.OlderThan <= 0 {
+		return nil, &UsageError{"--older-than must be a positive duration, such as 30d"}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	hosts, err := selectHosts(m, opts.Hosts)
+	if err != nil {
+		return nil, err
+	}
+	wsDir := opts.Workspace
+	if wsDir == "" {
+		wsDir = m.Workspace
+	}
+	if wsDir, err = filepath.Abs(wsDir); err != nil {
+		return nil, err
+	}
+	unlock, err := lock(wsDir, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	r := &PruneReport{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]HostPrune, len(hosts))}
+	log.Info("prune started", "workspace", wsDir, "cutoff", r.Cutoff, "dry_run", opts.DryRun, "hosts", len(hosts))
+	sem := make(chan struct{}, opts.Parallel)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, log)
+		}()
+	}
+	wg.Wait()
+
+	var selected []string
+	if len(opts.Hosts) > 0 {
+		for _, h := range hosts {
+			selected = append(selected, h.Name)
+		}
+	}
+	sp, err := pruneSpool(ctx, wsDir, ingest.PruneSpoolOptions{Before: r.Cutoff, Hosts: selected, DryRun: opts.DryRun})
+	r.Spool = sp
+	if err != nil {
+		return r, fmt.Errorf("prune spool: %w", err)
+	}
+	log.Info("prune finished", "spool_files", sp.Files, "failed", r.Failed())
+	return r, nil
+}
+
+// pruneSpool opens the ledger (a scratch copy in a dry run, so that not even
+// SQLite's side files appear) and prunes the spool. A workspace without a
+// ledger has nothing to prune and gets none.
+func pruneSpool(ctx context.Context, ws string, o ingest.PruneSpoolOptions) (ingest.SpoolPrune, error) {
+	o.Dir = filepath.Join(ws, ingest.SpoolDir)
+	ledger := filepath.Join(ws, ingest.LedgerFile)
+	if _, err := os.Stat(ledger); errors.Is(err, os.ErrNotExist) {
+		return ingest.SpoolPrune{}, nil
+	}
+	if o.DryRun {
+		tmp, err := os.MkdirTemp("", "handoff-prune-dry-run-")
+		if err != nil {
+			return ingest.SpoolPrune{}, err
+		}
+		defer os.RemoveAll(tmp)
+		for _, suffix := range []string{"", "-wal"} {
+			if err := copyFile(ledger+suffix, filepath.Join(tmp, "ledger.db"+suffix)); err != nil {
+				return ingest.SpoolPrune{}, fmt.Errorf("dry run: copy ledger: %w", err)
+			}
+		}
+		ledger = filepath.Join(tmp, "ledger.db")
+	}
+	led, err := ingest.OpenLedger(ledger)
+	if err != nil {
+		return ingest.SpoolPrune{}, err
+	}
+	defer led.Close()
+	return ingest.PruneSpool(ctx, led, o)
+}
+
+// pruneHost prunes one host under its deadline.
+func pruneHost(ctx context.Context, h manifest.HostConfig, opts PruneOptions, cutoff time.Time, log *slog.Logger) HostPrune {
+	hp := HostPrune{Name: h.Name}
+	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
+	dial := opts.Dial
+	if dial == nil {
+		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return DialHost(ctx, h, log) }
+	}
+	fsys, err := dial(ctx, h)
+	if err == nil {
+		defer fsys.Close()
+		err = pruneInboxes(ctx, fsys, h, opts.DryRun, cutoff, &hp, log)
+	}
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("deadline of %s exceeded: %w", h.Timeout, err)
+		}
+		hp.Error = err.Error()
+		log.Warn("host failed", "host", h.Name, "err", err)
+	}
+	return hp
+}
+
+func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig, dryRun bool, cutoff time.Time, hp *HostPrune, log *slog.Logger) error {
+	cfg := claim.Config{Host: h.Name, Transport: h.Transport, Harnesses: h.Harnesses, Inboxes: h.Inboxes}
+	for _, d := range h.Discover {
+		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
+	}
+	inboxes, err := claim.Discover(ctx, fsys, cfg)
+	if err != nil {
+		return err
+	}
+	for _, in := range inboxes {
+		// Only inboxes a pull would use: not missing, symlinked, opted out,
+		// unlisted or with an unreadable git index.
+		if in.State != claim.StateOK {
+			log.Info("inbox skipped", "host", h.Name, "inbox", in.Path, "state", in.State)
+			continue
+		}
+		if err := pruneProcessed(ctx, fsys, h.Name, path.Join(in.Path, claim.ProcessedDir), dryRun, cutoff, hp, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneProcessed removes the old regular files directly in dir, a
+// processed/ directory. Anything that is not a regular file with a plain
+// *.md name is left alone, and so is dir itself when it is not a real
+// directory.
+func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dryRun bool, cutoff time.Time, hp *HostPrune, log *slog.Logger) error {
+	fi, err := fsys.Lstat(ctx, dir)
+	switch {
+	case errors.Is(err, transport.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("lstat %s: %w", dir, err)
+	case !fi.IsDir():
+		log.Warn("not a directory, left alone", "host", host, "path", dir)
+		return nil
+	}
+	ents, err := fsys.ReadDir(ctx, dir, 0)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if claim.CheckName(e.Name) != "" || !e.IsRegular() {
+			hp.Skipped++
+			log.Debug("left alone", "host", host, "dir", dir, "name", claim.Quote(e.Name), "mode", e.Mode.String())
+			continue
+		}
+		if !e.ModTime.Before(cutoff) {
+			hp.Kept++
+			continue
+		}
+		name := path.Join(dir, e.Name)
+		if !dryRun {
+			// Look again right before removing: the listing may be old,
+			// and only a regular file is ever removed.
+			cur, err := fsys.Lstat(ctx, name)
+			if errors.Is(err, transport.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("lstat %s: %w", claim.Quote(name), err)
+			}
+			if !cur.IsRegular() || !cur.ModTime.Before(cutoff) {
+				hp.Skipped++
+				continue
+			}
+			if err := fsys.Remove(ctx, name); err != nil {
+				if errors.Is(err, transport.ErrNotExist) {
+					continue
+				}
+				return fmt.Errorf("remove %s: %w", claim.Quote(name), err)
+			}
+		}
+		hp.Removed++
+		hp.Bytes = addSize(hp.Bytes, e.Size)
+		log.Debug("pruned", "host", host, "name", claim.Quote(name), "size", e.Size, "mtime", e.ModTime, "dry_run", dryRun)
+	}
+	return nil
+}
+
+// addSize adds a host-reported size, which may be anything, without
+// overflowing.
+func addSize(total, n int64) int64 {
+	if n <= 0 {
+		return total
+	}
+	if total > math.MaxInt64-n {
+		return math.MaxInt64
+	}
+	return total + n
+}
