@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/timer"
+)
+
+func init() { commands = append(commands, newTimerCmd) }
+
+func newTimerCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "timer",
+		Short: "Run handoff sync on a schedule: a systemd user timer, or a cron line",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			msg := "timer needs a subcommand: install or uninstall"
+			if len(args) > 0 {
+				msg = fmt.Sprintf("unknown command %q for \"handoff timer\"; use install or uninstall", args[0])
+			}
+			return &exitError{code: exitUsage, err: errors.New(msg), hint: "see `handoff timer --help`"}
+		},
+	}
+	cmd.AddCommand(newTimerInstallCmd(g), newTimerUninstallCmd(g))
+	return cmd
+}
+
+type timerInstallCmd struct {
+	g            *globals
+	every        time.Duration
+	manifestPath string
+	print, cron  bool
+}
+
+func newTimerInstallCmd(g *globals) *cobra.Command {
+	c := &timerInstallCmd{g: g}
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Write a systemd user service and timer that run handoff sync",
+		Long: `install writes handoff-sync.service and handoff-sync.timer into
+$XDG_CONFIG_HOME/systemd/user (default ~/.config/systemd/user) and prints the
+systemctl line that enables them. The service runs this handoff binary
+(symlinks resolved) with the manifest's absolute path; the timer fires at the
+same minutes every hour (or hours every day) and catches up on a missed run
+after boot. Installing again replaces both units.
+
+--every takes an interval that divides an hour or a day evenly: ` + timer.Valid + `.
+--print shows the units instead of writing them; --cron prints an equivalent
+crontab line instead (add it with crontab -e).`,
+		Args: cobra.NoArgs,
+		RunE: c.run,
+	}
+	f := cmd.Flags()
+	f.DurationVar(&c.every, "every", timer.DefaultEvery, "how often to sync: an interval that divides an hour or a day evenly")
+	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
+	f.BoolVar(&c.print, "print", false, "print the units instead of writing them")
+	f.BoolVar(&c.cron, "cron", false, "print an equivalent crontab line instead of writing units")
+	return cmd
+}
+
+func (c *timerInstallCmd) run(cmd *cobra.Command, _ []string) error {
+	if c.print && c.cron {
+		return &exitError{code: exitUsage, err: errors.New("--print and --cron cannot be used together")}
+	}
+	if _, err := timer.OnCalendar(c.every); err != nil {
+		return &exitError{code: exitUsage, err: err, hint: "use one of " + timer.Valid}
+	}
+	job, err := c.job()
+	if err != nil {
+		return err
+	}
+	out := c.g.stdout
+	switch {
+	case c.cron:
+		line, err := job.CronLine()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, line)
+		return nil
+	case c.print:
+		dir, err := timer.UnitDir()
+		if err != nil {
+			return err
+		}
+		svc, err := job.Service()
+		if err != nil {
+			return err
+		}
+		tmr, err := job.Timer()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "# %s\n%s\n# %s\n%s", filepath.Join(dir, timer.ServiceName), svc, filepath.Join(dir, timer.TimerName), tmr)
+		return nil
+	}
+	dir, err := timer.UnitDir()
+	if err != nil {
+		return err
+	}
+	written, err := timer.Install(dir, job)
+	for _, p := range written {
+		fmt.Fprintf(out, "wrote %s\n", p)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "handoff sync will run every %s. To start the timer, run:\n  %s\n", timer.Format(c.every), timer.EnableCommand)
+	fmt.Fprintln(out, "To keep it running while you are logged out: loginctl enable-linger")
+	return nil
+}
+
+// job is what the timer runs: this binary and the manifest, both absolute.
+// The manifest must load, so that a broken one is caught now rather than
+// at every tick.
+func (c *timerInstallCmd) job() (timer.Job, error) {
+	path := c.manifestPath
+	if path == "" {
+		path = manifest.DefaultPath()
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return timer.Job{}, err
+	}
+	if _, err := loadManifest(path); err != nil {
+		return timer.Job{}, err
+	}
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return timer.Job{}, fmt.Errorf("find the handoff binary: %w", err)
+	}
+	if strings.Contains(self, string(filepath.Separator)+"go-build") {
+		fmt.Fprintf(c.g.stderr, "handoff: warning: %s is a temporary binary from go run\nhint: install handoff (go install or make build) and run that one's timer install\n", self)
+	}
+	return timer.Job{Binary: self, Manifest: path, Every: c.every}, nil
+}
+
+func newTimerUninstallCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "uninstall",
+		Short: "Remove the systemd user service and timer that install wrote",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := timer.UnitDir()
+			if err != nil {
+				return err
+			}
+			removed, err := timer.Uninstall(dir)
+			for _, p := range removed {
+				fmt.Fprintf(g.stdout, "removed %s\n", p)
+			}
+			if err != nil {
+				return err
+			}
+			if len(removed) == 0 {
+				fmt.Fprintf(g.stdout, "no handoff units in %s\n", dir)
+			}
+			fmt.Fprintf(g.stdout, "To stop a timer that is still running, run:\n  %s\n", timer.DisableCommand)
+			return nil
+		},
+	}
+}
