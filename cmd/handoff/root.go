@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -62,7 +63,26 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	for _, mk := range commands {
 		root.AddCommand(mk(g))
 	}
+	requireSubcommand(root)
 	return root
+}
+
+// requireSubcommand makes every command that only groups others (hosts,
+// manifest, …) fail with a usage error, exit 2, when called without a known
+// subcommand, instead of printing help and exiting 0.
+func requireSubcommand(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		requireSubcommand(sub)
+	}
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil && c.HasParent() {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath())}
+			}
+			return usageError{fmt.Errorf("%q needs a subcommand", c.CommandPath())}
+		}
+	}
 }
 
 // commands builds every subcommand. A command in a file of its own adds
