@@ -4,7 +4,7 @@ BIN       ?= bin/handoff
 PKGS      := ./...
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short lint fmt bench bench-quick demo torture fuzz clean
+.PHONY: build test test-short lint fmt bench bench-quick demo torture fuzz fuzz-ci clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/handoff
@@ -39,9 +39,18 @@ demo: build
 torture:
 	HANDOFF_TORTURE=1 $(GO) test -count=1 -timeout 60m -run 'Crash|Torture' ./e2e/
 
+FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./ingest/
-	$(GO) test -run '^$$' -fuzz FuzzFrontMatter -fuzztime 60s ./ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzFrontMatter$$' -fuzztime $(FUZZTIME) ./ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzManifestParse$$' -fuzztime $(FUZZTIME) ./manifest/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime $(FUZZTIME) ./manifest/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime $(FUZZTIME) ./manifest/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckName$$' -fuzztime $(FUZZTIME) ./claim/
+
+# The brief form CI runs after make test.
+fuzz-ci:
+	$(MAKE) fuzz FUZZTIME=5s
 
 clean:
 	rm -rf bin

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/metrics"
 	"strings"
 	"testing"
 )
@@ -61,7 +62,11 @@ func FuzzParse(f *testing.F) {
 		if c := h.Card; c != nil && c.Content != "" && (!strings.HasSuffix(c.Content, "\n") || strings.TrimSpace(c.Content)+"\n" != c.Content) {
 			t.Errorf("card content %q is not trimmed text plus one newline", c.Content)
 		}
+		before := heapAllocs()
 		ps := h.Validate()
+		if used := heapAllocs() - before; used > allocBudget(len(data)) {
+			t.Fatalf("Validate of a %d-byte handoff allocated %d MiB: are YAML aliases expanded without a bound?", len(data), used>>20)
+		}
 		if !reflect.DeepEqual(ps, h2.Validate()) {
 			t.Fatal("Validate is not deterministic")
 		}
@@ -95,12 +100,16 @@ func FuzzFrontMatter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, content string) {
+		before := heapAllocs()
 		m, p := FrontMatter(content)
+		if used := heapAllocs() - before; used > allocBudget(len(content)) {
+			t.Fatalf("FrontMatter of %d bytes allocated %d MiB: are YAML aliases expanded without a bound?", len(content), used>>20)
+		}
 		if (m == nil) == (p == nil) {
 			t.Fatalf("FrontMatter = %v, %v: want exactly one of a mapping and a problem", m, p)
 		}
 		if p != nil {
-			if p.Reason != ReasonMissingFrontMatter && p.Reason != ReasonInvalidFrontMatter {
+			if p.Reason != ReasonMissingFrontMatter && p.Reason != ReasonInvalidFrontMatter && p.Reason != ReasonHiddenCharacters {
 				t.Fatalf("unexpected reason %q", p.Reason)
 			}
 			return
@@ -112,4 +121,14 @@ func FuzzFrontMatter(f *testing.F) {
 			t.Errorf("accepted front matter whose tags are %T", m["tags"])
 		}
 	})
+}
+
+// allocBudget bounds what checking an n-byte input may allocate.
+func allocBudget(n int) uint64 { return 32<<20 + 1024*uint64(n) }
+
+// heapAllocs returns the bytes allocated on the heap so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -9,7 +9,13 @@ import (
 	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/handoff-sync/handoff/internal/yamlguard"
 )
+
+// maxFrontMatterExpanded bounds a card's front matter once its YAML aliases
+// are expanded.
+const maxFrontMatterExpanded = 64 << 10
 
 // Section keys: the lowercase names of the sections that split a handoff.
 // Any other "## " line belongs to the body of the section above it.
@@ -436,8 +442,12 @@ func FrontMatter(content string) (map[string]any, *Problem) {
 	if end < 0 {
 		return invalid("the front matter is not closed; add a \"---\" line after it")
 	}
+	fm := []byte(strings.Join(lines[1:end], "\n"))
+	if !yamlguard.Within(fm, maxFrontMatterExpanded) {
+		return invalid("the front matter repeats too much through YAML aliases; write it out without anchors and aliases")
+	}
 	var v any
-	if err := yaml.UnmarshalStrict([]byte(strings.Join(lines[1:end], "\n")), &v); err != nil {
+	if err := yaml.UnmarshalStrict(fm, &v); err != nil {
 		return invalid("the front matter is not valid YAML (%s); fix it", clip(yamlErrorText(err)))
 	}
 	m, ok := v.(map[string]any)
@@ -456,7 +466,34 @@ func FrontMatter(content string) (map[string]any, *Problem) {
 	if lacks != nil {
 		return invalid("the front matter needs %s", strings.Join(lacks, ", "))
 	}
+	// YAML escapes ("\u202e") hide characters from the check on the raw
+	// file; look at the decoded values too.
+	if hiddenIn(m) {
+		p := problemf(ReasonHiddenCharacters, SectionCardContent, "the front matter decodes to invisible or control characters (written as YAML escapes); remove them")
+		return nil, &p
+	}
 	return m, nil
+}
+
+// hiddenIn reports whether any decoded string in v holds a hidden rune.
+func hiddenIn(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return strings.ContainsFunc(v, isHiddenRune)
+	case []any:
+		for _, e := range v {
+			if hiddenIn(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range v {
+			if hiddenIn(k) || hiddenIn(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isScalar reports whether a front matter value is a non-empty string, a

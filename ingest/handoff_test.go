@@ -500,3 +500,12 @@ func TestIsAllowedDocument(t *testing.T) {
 		t.Error("a 256-byte rule name was allowed")
 	}
 }
+
+// TestFrontMatterEscapedHiddenCharacters: a bidi override written as a YAML
+// escape decodes to a hidden character; it routes to review.
+func TestFrontMatterEscapedHiddenCharacters(t *testing.T) {
+	_, p := FrontMatter("---\ntopic: x\ncategory: \"evil\\u202etxt\"\ntags: [a]\n---\nbody\n")
+	if p == nil || p.Reason != ReasonHiddenCharacters {
+		t.Fatalf("FrontMatter problem = %+v, want %s", p, ReasonHiddenCharacters)
+	}
+}

@@ -13,6 +13,8 @@ import (
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
+
+	"github.com/handoff-sync/handoff/internal/yamlguard"
 )
 
 // decode parses data strictly into a Manifest without validating it.
@@ -24,6 +26,10 @@ import (
 // unknown key and ill-typed value with its path; UnmarshalStrict then does
 // the typed decode.
 func decode(data []byte, file string) (*Manifest, error) {
+	if !yamlguard.Within(data, maxExpanded) {
+		return nil, errors.Join(&FieldError{File: file, Msg: fmt.Sprintf("the document expands to more than %d bytes through YAML aliases", maxExpanded),
+			Hint: "write the values out instead of repeating them with YAML aliases"})
+	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, yamlError(err, file)
@@ -152,9 +158,9 @@ func (c *shapeChecker) object(v any, t reflect.Type, path string) {
 	}
 	fields := jsonFields(t)
 	for _, key := range slices.Sorted(maps.Keys(obj)) {
-		sub := key
+		sub := fieldName(key)
 		if path != "" {
-			sub = path + "." + key
+			sub = path + "." + sub
 		}
 		if ft, ok := fields[key]; ok {
 			c.check(obj[key], ft, sub)
@@ -221,4 +227,22 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		}
 	}
 	return fields
+}
+
+// maxExpanded bounds the scalar bytes a manifest may hold once its YAML
+// aliases are expanded.
+const maxExpanded = 1 << 20
+
+// fieldName returns key for a field path, quoted unless it is a plain name,
+// so that a path is always one line of printable text.
+func fieldName(key string) string {
+	if key == "" {
+		return `""`
+	}
+	for _, r := range key {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return strconv.Quote(key)
+		}
+	}
+	return key
 }
