@@ -193,10 +193,7 @@ func pruneHost(ctx context.Context, h manifest.HostConfig, opts PruneOptions, cu
 }
 
 func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig, dryRun bool, cutoff time.Time, hp *HostPrune, log *slog.Logger) error {
-	cfg := claim.Config{Host: h.Name, Transport: h.Transport, Harnesses: h.Harnesses, Inboxes: h.Inboxes}
-	for _, d := range h.Discover {
-		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
-	}
+	cfg := claimConfig(h, log)
 	inboxes, err := claim.Discover(ctx, fsys, cfg)
 	if err != nil {
 		return err

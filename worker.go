@@ -81,17 +81,12 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) claim.HostRep
 // pullWith runs claim.Pull with a host's settings and turns a blown
 // deadline into a host error.
 func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp claim.Spool, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, log *slog.Logger) claim.HostReport {
-	cfg := claim.Config{
-		Host: h.Name, Transport: h.Transport, Harnesses: h.Harnesses, Inboxes: h.Inboxes,
-		MaxFileSize: h.MaxFileSize, Settle: h.Settle, DryRun: dryRun, Now: now, Log: log,
-		// In a worker this log is stderr as JSON lines: relayLog turns each
-		// of these into a "pulling" update for the parent's Progress.
-		Progress: func(inboxes, pulled int) {
-			log.Debug(progressMsg, "host", h.Name, "inboxes", inboxes, "pulled", pulled)
-		},
-	}
-	for _, d := range h.Discover {
-		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
+	cfg := claimConfig(h, log)
+	cfg.DryRun, cfg.Now = dryRun, now
+	// In a worker this log is stderr as JSON lines: relayLog turns each of
+	// these into a "pulling" update for the parent's Progress.
+	cfg.Progress = func(inboxes, pulled int) {
+		log.Debug(progressMsg, "host", h.Name, "inboxes", inboxes, "pulled", pulled)
 	}
 	rep := claim.Pull(ctx, fsys, cfg, sp, rec, runID, ingest.Parses)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/handoff-sync/handoff"
+)
+
+func init() { commands = append(commands, newDoctorCmd) }
+
+type doctorCmd struct {
+	g            *globals
+	json         bool
+	manifestPath string
+	workspace    string
+	every        time.Duration
+}
+
+func newDoctorCmd(g *globals) *cobra.Command {
+	c := &doctorCmd{g: g}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the workspace, the timer and every host; say what to fix",
+		Long: "doctor checks the workspace (writable, lock, interrupted plans, ledger integrity,\n" +
+			"review-inbox depth, the last receipt's outcome and age), the systemd timer, and\n" +
+			"every host (reachable; per inbox: pending, processed, malformed and rejected\n" +
+			"files). It prints one line per check, [ok], [warn] or [fail], with a hint under\n" +
+			"every problem, and exits 1 if any check failed. It writes nothing anywhere.",
+		Args: cobra.NoArgs,
+		RunE: c.run,
+	}
+	f := cmd.Flags()
+	f.BoolVar(&c.json, "json", false, "print the report as JSON on stdout")
+	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
+	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
+	f.DurationVar(&c.every, "every", handoff.DefaultEvery, "how often the timer runs a sync; a last run older than 2x this warns, 6x fails")
+	return cmd
+}
+
+func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
+	if c.every <= 0 {
+		return usageError{errors.New("--every must be positive")}
+	}
+	m, err := loadManifest(c.manifestPath)
+	if err != nil {
+		return err
+	}
+	ws := c.workspace
+	if ws != "" {
+		if ws, err = filepath.Abs(ws); err != nil {
+			return err
+		}
+	}
+	rep := handoff.Doctor(cmd.Context(), handoff.DoctorOptions{
+		Manifest: m, Workspace: ws, Every: c.every, Log: c.g.logger(),
+	})
+	if c.json {
+		enc := json.NewEncoder(c.g.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		for _, ch := range rep.Checks {
+			fmt.Fprintf(c.g.stdout, "[%s] %s: %s\n", ch.Status, ch.Scope, ch.Message)
+			if ch.Status != handoff.CheckOK && ch.Hint != "" {
+				fmt.Fprintf(c.g.stdout, "  hint: %s\n", ch.Hint)
+			}
+		}
+	}
+	if !rep.OK {
+		return silent(exitFailed)
+	}
+	return nil
+}

@@ -1,0 +1,728 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/receipts"
+	"github.com/handoff-sync/handoff/transport"
+	sshfs "github.com/handoff-sync/handoff/transport/ssh"
+)
+
+// TimerUnit is the name of the systemd user units that run `handoff sync`:
+// TimerUnit.timer starts TimerUnit.service.
+const TimerUnit = "handoff-sync"
+
+// Check statuses, mildest first.
+const (
+	CheckOK   = "ok"
+	CheckWarn = "warn"
+	CheckFail = "fail"
+)
+
+// Doctor's defaults and thresholds.
+const (
+	// DefaultEvery is how often the timer is expected to run a sync.
+	DefaultEvery = 30 * time.Minute
+	// DoctorConnectTimeout caps the connect deadline of each host.
+	DoctorConnectTimeout = 20 * time.Second
+	// ReviewInboxWarn is how many review drafts may wait before doctor warns.
+	ReviewInboxWarn = 20
+	// staleWarn and staleFail multiply Every: a last run older than that
+	// warns, or fails.
+	staleWarn = 2
+	staleFail = 6
+	// maxRejectedListed bounds the names listed per inbox.
+	maxRejectedListed = 20
+)
+
+// DoctorOptions configure Doctor.
+type DoctorOptions struct {
+	Manifest  *manifest.Manifest
+	Workspace string        // overrides the manifest's
+	Every     time.Duration // the timer's interval; 0 means DefaultEvery
+	Parallel  int           // hosts checked at once; 0 means 8
+	// ConnectTimeout caps each host's connect deadline (the host's own
+	// timeout applies when shorter); 0 means DoctorConnectTimeout.
+	ConnectTimeout time.Duration
+	Dial           Dialer       // nil: DialHost
+	Log            *slog.Logger // nil discards
+	Now            func() time.Time
+}
+
+// Check is one finding. Scope is "manifest", "workspace", "timer" or
+// "host NAME"; Name identifies the check within its scope.
+type Check struct {
+	Scope   string `json:"scope"`
+	Name    string `json:"name"`
+	Status  string `json:"status"` // ok | warn | fail
+	Message string `json:"message"`
+	Hint    string `json:"hint"` // what to do; empty for ok
+	// Inbox carries the counts of an "inbox" check.
+	Inbox *InboxStatus `json:"inbox,omitempty"`
+}
+
+// InboxStatus is one inbox as doctor sees it.
+type InboxStatus struct {
+	Path      string `json:"path"`
+	State     string `json:"state"`
+	Pending   int    `json:"pending"`   // plain *.md files waiting, git-tracked ones excluded
+	Tracked   int    `json:"tracked"`   // skipped because git tracks them
+	Processed int    `json:"processed"` // files in processed/
+	Malformed int    `json:"malformed"` // files in malformed/ named <stem>.<sha12>.md: stored, did not parse
+	// Rejected lists (quoted, at most 20) the other files in malformed/:
+	// moved there unread. RejectedCount counts them all.
+	Rejected      []string `json:"rejected"`
+	RejectedCount int      `json:"rejected_count"`
+}
+
+// DoctorReport is every check, workspace first, then hosts in manifest
+// order. OK is false when any check failed.
+type DoctorReport struct {
+	Checks []Check `json:"checks"`
+	OK     bool    `json:"ok"`
+}
+
+// Doctor checks the workspace, the timer and every host, and reports what
+// it found with a hint for each problem.
+//
+// Guarantees: Doctor writes nothing, on the canonical host or on any
+// writer host: it lists and reads, opens the ledger read-only (see
+// ingest.LedgerView), and never creates the workspace, the lock file or
+// the ledger. To read the ledger consistently it holds the workspace lock
+// shared for a few milliseconds when no run holds it; a sync that starts in
+// that instant exits 75 and the next tick retries.
+func Doctor(ctx context.Context, opts DoctorOptions) *DoctorReport {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Every <= 0 {
+		opts.Every = DefaultEvery
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 8
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DoctorConnectTimeout
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	rep := &DoctorReport{Checks: []Check{}, OK: true}
+	add := func(cs ...Check) {
+		for _, c := range cs {
+			if c.Status == CheckFail {
+				rep.OK = false
+			}
+			rep.Checks = append(rep.Checks, c)
+		}
+	}
+	m := opts.Manifest
+	if m == nil {
+		add(Check{Scope: "manifest", Name: "manifest", Status: CheckFail, Message: "no manifest",
+			Hint: "pass --manifest FILE or write $XDG_CONFIG_HOME/handoff/writers.yaml"})
+		return rep
+	}
+	ws := opts.Workspace
+	if ws == "" {
+		ws = m.Workspace
+	}
+	if abs, err := filepath.Abs(ws); err == nil {
+		ws = abs
+	}
+	add(Check{Scope: "manifest", Name: "manifest", Status: CheckOK,
+		Message: fmt.Sprintf("%s: %d host(s), workspace %s", m.Path, len(m.Hosts), ws)})
+	add(doctorWorkspace(ctx, ws, opts)...)
+	add(doctorTimer(ctx))
+	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts) {
+		add(cs...)
+	}
+	return rep
+}
+
+// ---------------------------------------------------------------------------
+// Workspace.
+
+func doctorWorkspace(ctx context.Context, ws string, opts DoctorOptions) []Check {
+	var out []Check
+	check := func(name, status, msg, hint string) {
+		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
+	}
+	fi, err := os.Stat(ws)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		check("workspace", CheckWarn, fmt.Sprintf("%s does not exist: no run yet", ws),
+			"the first `handoff sync` creates it; if a sync has run, pass the --workspace (or --manifest) it uses")
+		return out
+	case err != nil:
+		check("workspace", CheckFail, err.Error(), "make the workspace readable by this user")
+		return out
+	case !fi.IsDir():
+		check("workspace", CheckFail, fmt.Sprintf("%s is not a directory", ws), "point the manifest's workspace at a directory")
+		return out
+	}
+	writable := []string{ws}
+	if fi, err := os.Lstat(filepath.Join(ws, ingest.StateDir)); err == nil {
+		if !fi.IsDir() {
+			check("workspace", CheckFail, fmt.Sprintf("%s is not a directory", filepath.Join(ws, ingest.StateDir)),
+				"move it aside; handoff keeps its state in that directory")
+			return out
+		}
+		writable = append(writable, filepath.Join(ws, ingest.StateDir))
+	}
+	notWritable := ""
+	for _, d := range writable {
+		if err := unix.Access(d, unix.W_OK|unix.X_OK); err != nil {
+			notWritable = d
+			break
+		}
+	}
+	if notWritable != "" {
+		check("workspace", CheckFail, fmt.Sprintf("%s is not writable by this user", notWritable),
+			"run handoff as the workspace's owner, or fix its ownership and mode (chown, chmod u+rwx)")
+	} else {
+		check("workspace", CheckOK, fmt.Sprintf("%s is writable", ws), "")
+	}
+
+	// The lock, held shared while the ledger is read when no run holds it.
+	lockPath := filepath.Join(ws, ingest.LockFile)
+	lk, err := probeLock(lockPath)
+	if err != nil {
+		check("lock", CheckFail, fmt.Sprintf("cannot check the lock %s: %v", lockPath, err),
+			"make it a regular file readable by this user, or remove it when no sync is running")
+	}
+	defer lk.release()
+	switch {
+	case err != nil:
+	case !lk.exists:
+		check("lock", CheckOK, "lock free (no run has taken it yet)", "")
+	case !lk.held:
+		check("lock", CheckOK, "lock free", "")
+	case lk.pid > 0 && pidAlive(lk.pid):
+		check("lock", CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress)", lk.pid), "")
+	case lk.pid > 0:
+		check("lock", CheckWarn, fmt.Sprintf("lock held, but pid %d named in it is not running", lk.pid),
+			fmt.Sprintf("a dry run (which does not write its pid) or a process the run started holds it: find the holder with `fuser -v %s`, and stop it if it is stuck; until then every sync exits 75", lockPath))
+	default:
+		check("lock", CheckWarn, "lock held by a process that did not write its pid",
+			fmt.Sprintf("find the holder with `fuser -v %s`; until it lets go every sync exits 75", lockPath))
+	}
+
+	// Idle: this doctor holds the lock, or there is no lock file and so
+	// no run. Otherwise the ledger is read live.
+	idle := err == nil && !lk.held
+	out = append(out, doctorLedger(ctx, ws, idle, lk.held)...)
+	lk.release() // the rest reads files that runs replace atomically
+
+	out = append(out, doctorReviewInbox(ws))
+	out = append(out, doctorReceipt(ws, opts))
+	return out
+}
+
+// lockProbe is what probeLock found.
+type lockProbe struct {
+	exists  bool
+	held    bool // by another process
+	pid     int  // the pid in the file, 0 if none
+	release func()
+}
+
+// probeLock tries to take the lock file shared without blocking, without
+// creating it. When it succeeds, release lets go; no run can start until
+// then.
+func probeLock(p string) (lockProbe, error) {
+	lk := lockProbe{release: func() {}}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return lk, nil
+	}
+	if err != nil {
+		return lk, err
+	}
+	lk.exists = true
+	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		lk.held = true
+		b, _ := io.ReadAll(io.LimitReader(f, 32))
+		lk.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		f.Close()
+		return lk, nil
+	}
+	if err != nil {
+		f.Close()
+		return lk, err
+	}
+	var once sync.Once
+	lk.release = func() { once.Do(func() { f.Close() }) } // closing drops the flock
+	return lk, nil
+}
+
+// pidAlive reports whether a process with this pid exists.
+func pidAlive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Check {
+	var out []Check
+	check := func(name, status, msg, hint string) {
+		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
+	}
+	p := filepath.Join(ws, ingest.LedgerFile)
+	v, err := ingest.OpenLedgerReadOnly(p, idle)
+	if errors.Is(err, ingest.ErrNoLedger) {
+		check("ledger", CheckWarn, "no ledger yet: no run has stored anything", "run `handoff sync` (or wait for the timer)")
+		return out
+	}
+	if err != nil {
+		check("ledger", CheckFail, err.Error(), ledgerRepairHint(p))
+		return out
+	}
+	defer v.Close()
+	if err := v.IntegrityCheck(ctx); err != nil {
+		check("ledger", CheckFail, fmt.Sprintf("%s fails integrity_check: %v", p, err), ledgerRepairHint(p))
+		return out
+	}
+	tot, err := v.Totals(ctx)
+	if err != nil {
+		check("ledger", CheckFail, fmt.Sprintf("%s: %v", p, err), ledgerRepairHint(p))
+		return out
+	}
+	distinct := 0
+	for _, n := range tot.Results {
+		distinct += n
+	}
+	check("ledger", CheckOK, fmt.Sprintf("ledger passes integrity_check (%d source(s), %d distinct handoff(s), %d not ingested yet)",
+		tot.Sources, distinct, tot.Pending), "")
+
+	n, err := v.InterruptedPlans(ctx)
+	switch {
+	case err != nil:
+		check("plans", CheckFail, fmt.Sprintf("cannot count interrupted plans: %v", err), ledgerRepairHint(p))
+	case n == 0:
+		check("plans", CheckOK, "no interrupted plans", "")
+	case runInProgress:
+		check("plans", CheckOK, fmt.Sprintf("%d plan(s) in progress (a run holds the lock)", n), "")
+	default:
+		check("plans", CheckWarn, fmt.Sprintf("%d interrupted plan(s): a run stopped in the middle of applying", n),
+			"the next sync finishes them (run `handoff sync` now, or wait for the timer)")
+	}
+	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in %s", tot.Results[ingest.ResultMalformed], ingest.SpoolDir), "")
+	return out
+}
+
+func ledgerRepairHint(p string) string {
+	return fmt.Sprintf("stop the timer, copy %s* aside, and rebuild it with `sqlite3 %s .recover | sqlite3 new.db`; the spool (%s) still holds every stored handoff",
+		p, p, ingest.SpoolDir)
+}
+
+func doctorReviewInbox(ws string) Check {
+	c := Check{Scope: "workspace", Name: "review-inbox", Status: CheckOK}
+	dir := filepath.Join(ws, ingest.ReviewDir)
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.Message = "review inbox empty"
+		return c
+	}
+	if err != nil {
+		c.Status, c.Message = CheckWarn, fmt.Sprintf("cannot list %s: %v", dir, err)
+		c.Hint = "make it a directory readable by this user"
+		return c
+	}
+	n := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), ".md") {
+			n++
+		}
+	}
+	c.Message = fmt.Sprintf("%d draft(s) waiting in %s", n, ingest.ReviewDir)
+	if n > ReviewInboxWarn {
+		c.Status = CheckWarn
+		c.Hint = fmt.Sprintf("go through %s: apply by hand what is worth keeping (`handoff where NAME` says why each is there), then delete each draft", dir)
+	}
+	return c
+}
+
+func doctorReceipt(ws string, opts DoctorOptions) Check {
+	c := Check{Scope: "workspace", Name: "last-run", Status: CheckOK}
+	p := filepath.Join(ws, ingest.ReceiptsDir, "latest.json")
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		c.Status, c.Message = CheckWarn, "no receipt yet: no sync has finished in this workspace"
+		c.Hint = "run `handoff sync`, and install the timer (`handoff timer install`) so that it runs every " + opts.Every.String()
+		return c
+	}
+	r, err := receipts.Read(p)
+	if err != nil {
+		c.Status, c.Message = CheckFail, fmt.Sprintf("cannot read the last receipt: %v", err)
+		c.Hint = fmt.Sprintf("move %s aside; the next sync writes a new one", p)
+		return c
+	}
+	at := r.FinishedAt
+	if at.IsZero() {
+		at = r.StartedAt
+	}
+	age := opts.Now().Sub(at)
+	if age < 0 {
+		age = 0
+	}
+	c.Message = fmt.Sprintf("last run %s finished %s ago: %s", r.RunID, roundAge(age), r.Outcome)
+	var hints []string
+	worse := func(status string) {
+		if status == CheckFail || c.Status == CheckOK {
+			c.Status = status
+		}
+	}
+	switch r.Outcome {
+	case receipts.OutcomeOK:
+	case receipts.OutcomePartial:
+		worse(CheckWarn)
+		c.Message += " (" + failedHosts(r) + ")"
+		hints = append(hints, "see the host checks below and "+filepath.Join(ws, ingest.ReceiptsDir, "latest.log"))
+	default:
+		worse(CheckFail)
+		if r.Error != "" {
+			c.Message += ": " + r.Error
+		} else if fh := failedHosts(r); fh != "" {
+			c.Message += " (" + fh + ")"
+		}
+		hints = append(hints, "see "+filepath.Join(ws, ingest.ReceiptsDir, "latest.log")+" and the host checks below")
+	}
+	switch {
+	case age > staleFail*opts.Every:
+		worse(CheckFail)
+		c.Message += fmt.Sprintf("; expected every %s", opts.Every)
+		hints = append(hints, timerHint(opts.Every))
+	case age > staleWarn*opts.Every:
+		worse(CheckWarn)
+		c.Message += fmt.Sprintf("; expected every %s", opts.Every)
+		hints = append(hints, timerHint(opts.Every))
+	}
+	c.Hint = strings.Join(hints, "; ")
+	return c
+}
+
+func timerHint(every time.Duration) string {
+	return fmt.Sprintf("the timer may not be running: check `systemctl --user status %s.timer` or your cron line (pass --every if it runs less often than every %s)", TimerUnit, every)
+}
+
+func failedHosts(r *receipts.Receipt) string {
+	var names []string
+	for _, h := range r.Hosts {
+		if h.Outcome == "error" {
+			names = append(names, h.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "failed: " + strings.Join(names, ", ")
+}
+
+// roundAge renders a duration as a person reads an age: 45s, 12m, 3h5m, 2d4h.
+func roundAge(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// ---------------------------------------------------------------------------
+// Timer.
+
+// doctorTimer asks systemd, when a user session is there to ask, whether
+// the timer is installed and active. Without one it can only warn.
+func doctorTimer(ctx context.Context) Check {
+	unit := TimerUnit + ".timer"
+	c := Check{Scope: "timer", Name: "timer", Status: CheckWarn}
+	systemctl, err := exec.LookPath("systemctl")
+	rt := os.Getenv("XDG_RUNTIME_DIR")
+	if err != nil || rt == "" {
+		c.Message = "systemd user session not available; check your cron line"
+		c.Hint = "make sure `crontab -l` has a line that runs `handoff sync` (`handoff timer install --cron` prints one)"
+		return c
+	}
+	if _, err := os.Stat(filepath.Join(rt, "bus")); err != nil {
+		c.Message = "systemd user session not available; check your cron line"
+		c.Hint = "make sure `crontab -l` has a line that runs `handoff sync` (`handoff timer install --cron` prints one)"
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, systemctl, "--user", "show", "--property=LoadState,ActiveState", unit).Output()
+	if err != nil {
+		c.Message = fmt.Sprintf("cannot ask systemd about %s: %v", unit, err)
+		c.Hint = fmt.Sprintf("run `systemctl --user status %s`", unit)
+		return c
+	}
+	props := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			props[k] = v
+		}
+	}
+	switch {
+	case props["LoadState"] != "loaded":
+		c.Message = fmt.Sprintf("%s is not installed", unit)
+		c.Hint = "run `handoff timer install` (or use cron: `handoff timer install --cron` prints a line)"
+	case props["ActiveState"] != "active":
+		c.Message = fmt.Sprintf("%s is installed but %s", unit, props["ActiveState"])
+		c.Hint = fmt.Sprintf("start it with `systemctl --user enable --now %s`", unit)
+	default:
+		c.Status, c.Message = CheckOK, fmt.Sprintf("%s is active", unit)
+	}
+	return c
+}
+
+// ---------------------------------------------------------------------------
+// Hosts.
+
+// doctorHosts checks hosts concurrently, at most opts.Parallel at once, and
+// returns their checks in manifest order.
+func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts DoctorOptions) [][]Check {
+	out := make([][]Check, len(hosts))
+	sem := make(chan struct{}, opts.Parallel)
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = doctorHost(ctx, h, opts)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func doctorHost(ctx context.Context, h manifest.HostConfig, opts DoctorOptions) []Check {
+	scope := "host " + h.Name
+	var out []Check
+	check := func(c Check) {
+		c.Scope = scope
+		out = append(out, c)
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
+	connect := min(h.Timeout, opts.ConnectTimeout)
+	dctx, dcancel := context.WithTimeout(ctx, connect)
+	dial := opts.Dial
+	if dial == nil {
+		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
+			return DialHost(ctx, h, opts.Log)
+		}
+	}
+	start := time.Now()
+	fsys, err := dial(dctx, h)
+	timedOut := errors.Is(dctx.Err(), context.DeadlineExceeded)
+	dcancel()
+	if err != nil {
+		msg, hint := unreachableHint(h, err, timedOut, connect)
+		check(Check{Name: "reachable", Status: CheckFail, Message: "unreachable: " + msg, Hint: hint})
+		return out
+	}
+	defer fsys.Close()
+	how := h.Transport
+	if h.Transport != manifest.TransportLocal {
+		how += ", " + time.Since(start).Round(time.Millisecond).String()
+	}
+	check(Check{Name: "reachable", Status: CheckOK, Message: "reachable (" + how + ")"})
+
+	cfg := claimConfig(h, opts.Log)
+	inboxes, err := claim.Discover(ctx, fsys, cfg)
+	if err != nil {
+		hint := "check this host's inboxes and discover roots in the manifest (symlinks are never followed: name the real path)"
+		if ctx.Err() != nil {
+			hint = fmt.Sprintf("the host did not finish answering within its timeout of %s; check the network, or raise timeout for this host", h.Timeout)
+		}
+		check(Check{Name: "discovery", Status: CheckFail, Message: "discovery failed: " + err.Error(), Hint: hint})
+		return out
+	}
+	if len(inboxes) == 0 {
+		check(Check{Name: "discovery", Status: CheckWarn, Message: "no inboxes found",
+			Hint: fmt.Sprintf("declare inboxes, or discover roots holding repositories with <harness>/%s (harnesses %s, at most max_depth levels down)",
+				claim.InboxDir, strings.Join(h.Harnesses, ", "))})
+		return out
+	}
+	for _, in := range inboxes {
+		check(doctorInbox(ctx, fsys, h, in, opts.Now()))
+		if ctx.Err() != nil {
+			check(Check{Name: "discovery", Status: CheckFail, Message: fmt.Sprintf("timed out after %s", h.Timeout),
+				Hint: "check the network, or raise timeout for this host"})
+			break
+		}
+	}
+	return out
+}
+
+// unreachableHint splits DialHost's error into a message and a hint.
+func unreachableHint(h manifest.HostConfig, err error, timedOut bool, connect time.Duration) (string, string) {
+	msg := err.Error()
+	for _, sep := range []string{"\nhint: ", "; hint: "} {
+		if m, hint, ok := strings.Cut(msg, sep); ok {
+			return strings.ReplaceAll(m, "\n", "; "), hint // the transport's own advice
+		}
+	}
+	msg = strings.ReplaceAll(msg, "\n", "; ")
+	target := h.Name
+	if h.SSH != nil {
+		target = h.SSH.Host
+		if h.SSH.User != "" {
+			target = h.SSH.User + "@" + target
+		}
+		if h.SSH.Port != 0 {
+			target = fmt.Sprintf("-p %d %s", h.SSH.Port, target)
+		}
+	}
+	switch {
+	case errors.Is(err, sshfs.ErrAuth):
+		return msg, "the host refused every key offered: check ssh.identity_file (or the ssh-agent) and that the key's public half is in the host's ~/.ssh/authorized_keys"
+	case timedOut || errors.Is(err, context.DeadlineExceeded):
+		return msg, fmt.Sprintf("no answer within %s: check that the host is up and reachable (`ssh %s`), and the ssh block in the manifest or ~/.ssh/config", connect, target)
+	}
+	return msg, fmt.Sprintf("check that the host is up and its sshd listens (`ssh %s`), and the ssh block in the manifest or ~/.ssh/config; for a host key error run `handoff hosts trust %s`", target, h.Name)
+}
+
+// archivedName matches what the pull names a stored source in processed/
+// or malformed/: <stem>.<sha12>.md.
+var archivedName = regexp.MustCompile(`^.+\.[0-9a-f]{12}\.md$`)
+
+func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, in *claim.Inbox, now time.Time) Check {
+	st := &InboxStatus{Path: in.Path, State: in.State, Pending: len(in.Candidates), Tracked: in.Tracked, Rejected: []string{}}
+	c := Check{Name: "inbox", Status: CheckOK, Inbox: st}
+	label := "inbox " + displayName(in.Path)
+	switch in.State {
+	case claim.StateMissing:
+		c.Status, c.Message = CheckWarn, label+": missing"
+		c.Hint = fmt.Sprintf("create it on %s (mkdir -p %s), or fix or remove it in the manifest's inboxes", h.Name, in.Path)
+		return c
+	case claim.StateSymlink:
+		c.Status, c.Message = CheckWarn, label+": is a symlink; never followed, so nothing is pulled from it"
+		c.Hint = "name the real directory in the manifest, or replace the symlink with a directory"
+		return c
+	case claim.StateOptedOut:
+		c.Message = label + ": opted out (" + claim.OptOutMarker + ")"
+		return c
+	case claim.StateError:
+		c.Status, c.Message = CheckWarn, fmt.Sprintf("%s: cannot be listed: %v", label, in.Err)
+		c.Hint = "make it a directory the ssh user can read"
+		return c
+	}
+	var probs, hints []string
+	if in.State == claim.StateGitUnreadable {
+		c.Status = CheckWarn
+		probs = append(probs, fmt.Sprintf("skipped: git index unreadable (%v)", in.Err))
+		hints = append(hints, fmt.Sprintf("run `git status` in %s to check its index (or delete a corrupt .git/index and run `git reset`); the inbox is skipped until then", in.Repo))
+	}
+	for _, d := range []string{claim.ProcessedDir, claim.MalformedDir} {
+		ents, err := listArchive(ctx, fsys, path.Join(in.Path, d))
+		if err != nil {
+			c.Status = CheckWarn
+			probs = append(probs, fmt.Sprintf("cannot list %s/: %v", d, err))
+			if errors.Is(err, errNotDir) {
+				hints = append(hints, fmt.Sprintf("%s/ must be a real directory; move aside what is in the way (the next sync fails this inbox until then)", d))
+			} else {
+				hints = append(hints, fmt.Sprintf("check %s/ on %s: it must be readable by the ssh user", d, h.Name))
+			}
+			continue
+		}
+		for _, e := range ents {
+			switch {
+			case d == claim.ProcessedDir:
+				st.Processed++
+			case archivedName.MatchString(e.Name):
+				st.Malformed++
+			default:
+				st.RejectedCount++
+				if len(st.Rejected) < maxRejectedListed {
+					st.Rejected = append(st.Rejected, claim.Quote(e.Name))
+				}
+			}
+		}
+	}
+	msg := fmt.Sprintf("%s: %d pending", label, st.Pending)
+	if st.Pending > 0 {
+		oldest := now
+		for _, f := range in.Candidates {
+			if f.ModTime.Before(oldest) {
+				oldest = f.ModTime
+			}
+		}
+		msg += fmt.Sprintf(" (oldest %s)", roundAge(max(now.Sub(oldest), 0)))
+	}
+	if st.Tracked > 0 {
+		msg += fmt.Sprintf(", %d tracked by git (skipped)", st.Tracked)
+	}
+	msg += fmt.Sprintf(", %d processed, %d malformed", st.Processed, st.Malformed)
+	if st.RejectedCount > 0 {
+		c.Status = CheckWarn
+		list := strings.Join(st.Rejected, ", ")
+		if st.RejectedCount > len(st.Rejected) {
+			list += fmt.Sprintf(", … (%d more)", st.RejectedCount-len(st.Rejected))
+		}
+		probs = append(probs, fmt.Sprintf("%d rejected (never read): %s", st.RejectedCount, list))
+		hints = append(hints, fmt.Sprintf("`handoff where NAME` says why each was rejected (symlink, not a regular file, or over max_file_size %d bytes); fix it and move it back into the inbox, or delete it from %s/", h.MaxFileSize, claim.MalformedDir))
+	}
+	if in.IgnoredN > 0 {
+		c.Status = CheckWarn
+		probs = append(probs, fmt.Sprintf("%d name(s) ignored (not plain *.md names): %s", in.IgnoredN, strings.Join(in.Ignored[:min(len(in.Ignored), maxRejectedListed)], ", ")))
+		hints = append(hints, "rename or remove them; names with control characters, invalid UTF-8 or over 255 bytes are never read")
+	}
+	if len(probs) > 0 {
+		msg += "; " + strings.Join(probs, "; ")
+	}
+	c.Message = msg
+	c.Hint = strings.Join(hints, "; ")
+	return c
+}
+
+// listArchive lists an archive directory: none yet is empty, and anything
+// but a real directory is an error.
+func listArchive(ctx context.Context, fsys transport.FS, dir string) ([]transport.FileInfo, error) {
+	fi, err := fsys.Lstat(ctx, dir)
+	if errors.Is(err, transport.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, errNotDir
+	}
+	return fsys.ReadDir(ctx, dir, 0)
+}
+
+var errNotDir = errors.New("not a directory (a symlink or a file)")
+
+// displayName prints a host-supplied path as is when it is safe on a
+// terminal, else quoted with Go escapes.
+func displayName(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
+		return claim.Quote(s)
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+package handoff
+
+import (
+	"context"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/handoff-sync/handoff/ingest"
+)
+
+// ErrNoLedger means the workspace has no ledger: no run has stored
+// anything there.
+var ErrNoLedger = ingest.ErrNoLedger
+
+// Kinds of WhereMatch.
+const (
+	WhereStored   = "stored"   // the bytes were read and stored in the spool
+	WhereRejected = "rejected" // never read: moved into malformed/ as it was
+)
+
+// WhereMatch is one ledger record that a `handoff where` query names: a
+// stored source and what became of it, or a rejected file.
+type WhereMatch struct {
+	Kind   string `json:"kind"` // stored | rejected
+	Host   string `json:"host"`
+	Inbox  string `json:"inbox"`
+	Name   string `json:"name"`
+	Path   string `json:"path"` // inbox/name on the host
+	SHA256 string `json:"sha256,omitempty"`
+	Size   int64  `json:"size"`
+	// StoredAt is when the bytes were stored (rejected: when the file was
+	// seen), and StoredRun by which run.
+	StoredAt  time.Time `json:"stored_at"`
+	StoredRun string    `json:"stored_run"`
+	// Result and Reason as the receipt spells them; Result is "" while the
+	// source waits to be ingested.
+	Result string `json:"result"`
+	Reason string `json:"reason"`
+	// Action, Target and the hashes are those of the applied copy of these
+	// bytes (for a duplicate, the first copy's).
+	Action       string `json:"action,omitempty"`
+	Target       string `json:"target,omitempty"`
+	BeforeSHA256 string `json:"before_sha256,omitempty"`
+	AfterSHA256  string `json:"after_sha256,omitempty"`
+	// ArchivedAs is where the host's copy went, relative to Inbox; Archived
+	// says whether the rename is confirmed.
+	ArchivedAs string    `json:"archived_as"`
+	Archived   bool      `json:"archived"`
+	IngestRun  string    `json:"ingest_run"`
+	IngestedAt time.Time `json:"ingested_at,omitzero"`
+	// AppliedFrom is, for a duplicate, the source whose copy got the result.
+	AppliedFrom *WhereSource `json:"applied_from,omitempty"`
+}
+
+// WhereSource names one stored source.
+type WhereSource struct {
+	Host       string `json:"host"`
+	Inbox      string `json:"inbox"`
+	Name       string `json:"name"`
+	Path       string `json:"path"`
+	ArchivedAs string `json:"archived_as"`
+	Result     string `json:"result"`
+	Reason     string `json:"reason"`
+	IngestRun  string `json:"ingest_run"`
+}
+
+// Where looks a handoff up in the workspace's ledger by its name as found
+// in the inbox (with or without .md), its archived name
+// (<stem>.<sha12>.md), its full path (optionally host:path) or the start of
+// its SHA-256 (at least 4 hex digits), and returns every stored source and
+// rejected file it names, oldest first. No match is an empty result. A
+// workspace without a ledger is ErrNoLedger.
+//
+// Where writes nothing; see ingest.LedgerView for how it reads.
+func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, &UsageError{"where: empty name"}
+	}
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil, err
+	}
+	lk, err := probeLock(filepath.Join(ws, ingest.LockFile))
+	idle := err == nil && !lk.held
+	defer lk.release()
+	v, err := ingest.OpenLedgerReadOnly(filepath.Join(ws, ingest.LedgerFile), idle)
+	if err != nil {
+		return nil, err
+	}
+	defer v.Close()
+	srcs, err := v.FindSources(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rejs, err := v.FindRejects(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	out := []WhereMatch{}
+	for _, s := range srcs {
+		m := WhereMatch{
+			Kind: WhereStored, Host: s.Host, Inbox: s.Inbox, Name: s.Name, Path: path.Join(s.Inbox, s.Name),
+			SHA256: s.SHA256, Size: s.Size, StoredAt: s.StoredAt, StoredRun: s.StoredRun,
+			Result: s.Result, Reason: s.Reason, ArchivedAs: s.ArchivedAs, Archived: s.Archived,
+			IngestRun: s.IngestRun, IngestedAt: s.IngestedAt,
+		}
+		if c := s.Content; c != nil && s.Result != "" {
+			m.Action, m.Target, m.BeforeSHA256, m.AfterSHA256 = c.Action, c.Target, c.BeforeSHA256, c.AfterSHA256
+			if c.SourceID != s.ID {
+				m.AppliedFrom = &WhereSource{
+					Host: c.Host, Inbox: c.Inbox, Name: c.Name, Path: path.Join(c.Inbox, c.Name), ArchivedAs: c.ArchivedAs,
+					Result: c.Result, Reason: c.Reason, IngestRun: c.RunID,
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	for _, r := range rejs {
+		out = append(out, WhereMatch{
+			Kind: WhereRejected, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
+			Size: r.Size, StoredAt: r.At, Result: ingest.ResultRejected, Reason: r.Reason,
+			ArchivedAs: r.ArchivedAs, Archived: r.ArchivedAs != "", IngestRun: r.RunID, IngestedAt: r.At,
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].StoredAt.Before(out[j].StoredAt) })
+	return out, nil
+}
