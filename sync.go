@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,10 +20,15 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
 )
+
+// maxRunLog bounds latest.log: a host with a flood of files must not make
+// the run's own log grow without bound.
+const maxRunLog = 8 << 20
 
 // ErrLocked means another run holds the workspace lock.
 var ErrLocked = errors.New("another handoff run holds the workspace lock")
@@ -104,8 +108,8 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		return nil, err
 	}
 
-	var runLog bytes.Buffer
-	handlers := []slog.Handler{slog.NewTextHandler(&runLog, &slog.HandlerOptions{Level: slog.LevelInfo})}
+	runLog := &limitedBuffer{max: maxRunLog}
+	handlers := []slog.Handler{slog.NewTextHandler(runLog, &slog.HandlerOptions{Level: slog.LevelInfo})}
 	if opts.Log != nil {
 		handlers = append(handlers, opts.Log.Handler())
 	}
@@ -198,7 +202,11 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if opts.DryRun {
 		return r, nil
 	}
-	path, err := receipts.Write(filepath.Join(wsDir, ingest.ReceiptsDir), r, runLog.Bytes())
+	logBytes := runLog.buf.Bytes()
+	if runLog.over {
+		logBytes = append(logBytes, fmt.Sprintf("… log truncated at %d bytes\n", maxRunLog)...)
+	}
+	path, err := receipts.Write(filepath.Join(wsDir, ingest.ReceiptsDir), r, logBytes)
 	if err != nil {
 		return r, err
 	}
@@ -235,9 +243,9 @@ func judge(r *receipts.Receipt, ingErr error) (outcome, status string) {
 }
 
 func hostEntry(rep claim.HostReport) receipts.Host {
-	h := receipts.Host{Name: rep.Name, Transport: rep.Transport, Outcome: rep.Outcome, Error: rep.Error, Inboxes: []receipts.Inbox{}}
+	h := receipts.Host{Name: rep.Name, Transport: rep.Transport, Outcome: rep.Outcome, Error: rep.Error, Inboxes: []receipts.Inbox{}, ItemsDropped: rep.ItemsDropped}
 	for _, in := range rep.Inboxes {
-		h.Inboxes = append(h.Inboxes, receipts.Inbox{Path: in.Path, State: in.State, Pending: in.Pending, Tracked: in.Tracked, Error: in.Error, Ignored: in.Ignored})
+		h.Inboxes = append(h.Inboxes, receipts.Inbox{Path: in.Path, State: in.State, Pending: in.Pending, Tracked: in.Tracked, Error: in.Error, Ignored: in.Ignored, IgnoredCount: in.IgnoredCount})
 	}
 	return h
 }
@@ -439,7 +447,7 @@ func lock(ws string, dryRun bool) (func(), error) {
 		if _, err := os.Stat(path); err != nil {
 			return func() {}, nil
 		}
-	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	} else if err := durable.MkdirAllPath(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	fl := flock.New(path)

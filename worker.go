@@ -53,11 +53,19 @@ func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger
 	return json.NewEncoder(w).Encode(rep)
 }
 
-func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) claim.HostReport {
+func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.HostReport) {
 	h := job.Host
 	fail := func(err error) claim.HostReport {
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: "error", Error: err.Error()}
 	}
+	// Whatever a host sends must not crash the run; a panic here is a bug,
+	// reported as this host's failure with what went wrong.
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("worker panic", "host", h.Name, "panic", fmt.Sprint(r))
+			rep = fail(fmt.Errorf("internal error while pulling (please report): %v", r))
+		}
+	}()
 	sp, err := openSpool(job.Spool, job.BaseSpool)
 	if err != nil {
 		return fail(err)

@@ -15,6 +15,10 @@ import (
 // InboxDir is the directory name of every handoff inbox.
 const InboxDir = "memory-handoffs"
 
+// MaxWalkDirs bounds the directories one discovery root may make a walk
+// list, so that a hostile or huge tree cannot exhaust memory or time.
+const MaxWalkDirs = 100_000
+
 // Inbox is one inbox found on a host, with the files that may be claimed.
 type Inbox struct {
 	Path       string // absolute on the host
@@ -141,9 +145,13 @@ func walk(ctx context.Context, fsys transport.FS, root string, maxDepth int, har
 	}
 	var out []*Inbox
 	level := []string{root}
+	visited := 0
 	for depth := 0; depth <= maxDepth && len(level) > 0; depth++ {
 		var next []string
 		for _, dir := range level {
+			if visited++; visited > MaxWalkDirs {
+				return nil, fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(root), MaxWalkDirs, maxDepth)
+			}
 			ents, err := fsys.ReadDir(ctx, dir, 0)
 			if err != nil {
 				if errors.Is(err, transport.ErrNotExist) || ctx.Err() == nil && isPermission(err) {
@@ -167,6 +175,9 @@ func walk(ctx context.Context, fsys transport.FS, root string, maxDepth int, har
 				}
 				if strings.HasPrefix(e.Name, ".") || !e.IsDir() || depth == maxDepth {
 					continue
+				}
+				if visited+len(next) >= MaxWalkDirs {
+					return nil, fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(root), MaxWalkDirs, maxDepth)
 				}
 				next = append(next, path.Join(dir, e.Name))
 			}
@@ -215,7 +226,7 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 func list(ctx context.Context, fsys transport.FS, in *Inbox, indexes map[string]trackedResult) error {
 	ents, err := fsys.ReadDir(ctx, in.Path, 0)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
 			return err
 		}
 		in.State, in.Err = StateError, fmt.Errorf("list %s: %w", in.Path, err)

@@ -16,7 +16,7 @@ import (
 // Bounds on what a host can make us read to learn which files git tracks.
 const (
 	maxGitFile  = 4 << 10   // a worktree's ".git" file: "gitdir: <path>"
-	maxGitIndex = 256 << 20 // the index of a very large repository
+	maxGitIndex = 128 << 20 // the index of a very large repository (~1M files)
 )
 
 // errGitUnreadable marks an index that exists but cannot be read or decoded.

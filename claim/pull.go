@@ -141,7 +141,7 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 		return nil, p.reject(ctx, inbox, fi, ReasonSymlink)
 	case !fi.IsRegular():
 		return nil, p.reject(ctx, inbox, fi, ReasonNotRegular)
-	case fi.Size > p.cfg.MaxFileSize:
+	case fi.Size > p.cfg.MaxFileSize || fi.Size < 0:
 		return nil, p.reject(ctx, inbox, fi, ReasonOversize)
 	}
 	if age := p.cfg.Now().Sub(fi.ModTime); age < p.cfg.Settle {
@@ -155,8 +155,8 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 		return nil, nil
 	case errors.Is(err, transport.ErrNotRegular):
 		return nil, p.reject(ctx, inbox, fi, ReasonNotRegular)
-	case errors.Is(err, transport.ErrTooLarge):
-		p.deferItem(inbox, fi, ReasonChanging) // it grew since it was listed
+	case errors.Is(err, transport.ErrTooLarge), errors.Is(err, transport.ErrChanged):
+		p.deferItem(inbox, fi, ReasonChanging) // it changed since it was listed
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("read %s: %w", Quote(name), err)
@@ -322,7 +322,7 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 	p.log.Warn("rejected", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "reason", reason)
 	if p.cfg.DryRun {
 		item.ArchivedAs = path.Join(MalformedDir, fi.Name)
-		p.report.Items = append(p.report.Items, item)
+		p.addItem(item)
 		return nil
 	}
 	as, err := p.moveRejected(ctx, inbox, fi.Name)
@@ -333,7 +333,7 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 		item.Error = err.Error()
 	}
 	item.ArchivedAs = as
-	p.report.Items = append(p.report.Items, item)
+	p.addItem(item)
 	return nil
 }
 
@@ -363,6 +363,18 @@ func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, 
 }
 
 func (p *puller) deferItem(inbox string, fi transport.FileInfo, reason string) {
-	p.log.Info("deferred", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "reason", reason)
-	p.report.Items = append(p.report.Items, Item{Inbox: inbox, Name: fi.Name, Size: fi.Size, Result: ResultDeferred, Reason: reason})
+	p.log.Debug("deferred", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "reason", reason)
+	p.addItem(Item{Inbox: inbox, Name: fi.Name, Size: fi.Size, Result: ResultDeferred, Reason: reason})
+}
+
+// addItem keeps at most MaxItems items in the report and counts the rest,
+// so that a host with a flood of unusable files cannot grow it without
+// bound.
+func (p *puller) addItem(it Item) {
+	if len(p.report.Items) >= MaxItems {
+		p.report.ItemsDropped++
+		return
+	}
+	it.Error = clip(it.Error, maxErrText)
+	p.report.Items = append(p.report.Items, it)
 }

@@ -38,7 +38,7 @@ var _ Spool = (*DirSpool)(nil)
 // processes may have the same spool open: a run's pull workers store into
 // it at the same time.
 func OpenSpool(dir string) (*DirSpool, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAllPath(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	root, err := os.OpenRoot(dir)

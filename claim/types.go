@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -88,8 +89,10 @@ type HostReport struct {
 	Outcome   string        `json:"outcome"` // ok | error
 	Error     string        `json:"error"`
 	Inboxes   []InboxReport `json:"inboxes"`
-	Items     []Item        `json:"items"`  // rejected and deferred files
-	Stored    int           `json:"stored"` // sources newly recorded in this pull
+	Items     []Item        `json:"items"` // rejected and deferred files, at most MaxItems
+	// ItemsDropped counts rejected and deferred files beyond MaxItems.
+	ItemsDropped int `json:"items_dropped,omitempty"`
+	Stored       int `json:"stored"` // sources newly recorded in this pull
 }
 
 // InboxReport is one inbox as the receipt shows it.
@@ -107,6 +110,20 @@ type InboxReport struct {
 // MaxIgnored bounds how many ignored names a report lists, so that a
 // hostile host cannot make the report grow without bound.
 const MaxIgnored = 100
+
+// MaxItems bounds the rejected and deferred files one host report lists.
+const MaxItems = 10_000
+
+// maxErrText bounds an error message kept in a report.
+const maxErrText = 512
+
+// clip shortens s to at most n bytes of valid UTF-8.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
 
 // Item is a file the pull looked at but did not store.
 type Item struct {

@@ -56,7 +56,7 @@ func openWorkspace(dir string, dryRun bool) (*workspace, error) {
 			w.cleanup = func() { os.Remove(empty) }
 			dir = empty
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := durable.MkdirAllPath(dir, 0o755); err != nil {
 		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
@@ -153,6 +153,11 @@ func (w *workspace) mkdirs(dir string) error {
 		fi, err := w.root.Lstat(d)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := w.root.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			// The new directory must survive power loss before a file
+			// in it is counted as written.
+			if err := durable.SyncDir(w.root, path.Dir(d)); err != nil {
 				return err
 			}
 			continue

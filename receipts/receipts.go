@@ -78,6 +78,9 @@ type Host struct {
 	Outcome   string  `json:"outcome"` // ok | error | skipped
 	Error     string  `json:"error"`
 	Inboxes   []Inbox `json:"inboxes"`
+	// ItemsDropped counts rejected and deferred files left out of
+	// handoffs[] because the host had too many.
+	ItemsDropped int `json:"items_dropped,omitempty"`
 }
 
 // Inbox is one inbox of a host.
@@ -88,6 +91,9 @@ type Inbox struct {
 	Tracked int      `json:"tracked"`
 	Error   string   `json:"error,omitempty"`
 	Ignored []string `json:"ignored,omitempty"`
+	// IgnoredCount counts every ignored name, also those beyond the listed
+	// ones.
+	IgnoredCount int `json:"ignored_count,omitempty"`
 }
 
 // Handoff is what became of one file.
@@ -173,7 +179,7 @@ func Write(dir string, r *Receipt, log []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := durable.MkdirAllPath(dir, 0o700); err != nil {
 		return "", fmt.Errorf("receipts: %w", err)
 	}
 	root, err := os.OpenRoot(dir)

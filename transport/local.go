@@ -103,12 +103,17 @@ func (Local) ReadFile(ctx context.Context, name string, limit int64) ([]byte, Fi
 	if !before.Mode().IsRegular() {
 		return nil, FileInfo{}, fmt.Errorf("read %s: %w", name, ErrNotRegular)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if before.Size() > limit {
+		return nil, FileInfo{}, fmt.Errorf("read %s: %w (%d bytes, limit %d)", name, ErrTooLarge, before.Size(), limit)
+	}
+	// Never read more than the handle's own size says, plus one byte to
+	// notice a file still growing.
+	data, err := io.ReadAll(io.LimitReader(f, before.Size()+1))
 	if err != nil {
 		return nil, FileInfo{}, err
 	}
-	if int64(len(data)) > limit {
-		return nil, FileInfo{}, fmt.Errorf("read %s: %w (%d bytes)", name, ErrTooLarge, limit)
+	if int64(len(data)) > before.Size() {
+		return nil, FileInfo{}, fmt.Errorf("read %s: %w (grew past %d bytes)", name, ErrChanged, before.Size())
 	}
 	after, err := f.Stat()
 	if err != nil {

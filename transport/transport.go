@@ -22,6 +22,12 @@ var (
 	// ErrNotRegular: ReadFile opened something that is not a regular file
 	// (the name was swapped after Lstat, or the server lied).
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrChanged: ReadFile found the file different from what its stat said
+	// (another size or time on the open handle, or more bytes than its size).
+	// The file is worth another try later.
+	ErrChanged = errors.New("file changed while being read")
+	// ErrBroken: the connection to the host is gone; every later call fails.
+	ErrBroken = errors.New("connection to the host is broken")
 )
 
 // FileInfo is what the transport reports about one name, without following
@@ -67,7 +73,8 @@ type FS interface {
 	// open handle is a regular file (ErrNotRegular otherwise) and reads at most
 	// limit bytes. If the file holds more than limit bytes it returns
 	// ErrTooLarge and no data: no reply from the host can make it read more
-	// than limit+1 bytes. It returns the data and a stat of the open handle
+	// than limit+1 bytes. A file that turns out longer than its own stat
+	// said, or whose handle describes another file, fails with ErrChanged. It returns the data and a stat of the open handle
 	// taken after the read, so that the caller can detect a file that changed.
 	ReadFile(ctx context.Context, name string, limit int64) ([]byte, FileInfo, error)
 

@@ -9,7 +9,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/manifest"
@@ -58,7 +62,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	code, hint := exitCode(err)
 	if msg := err.Error(); msg != "" {
-		fmt.Fprintf(stderr, "handoff: %s\n", msg)
+		fmt.Fprintf(stderr, "handoff: %s\n", printable(msg))
 	}
 	if hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", hint)
@@ -85,4 +89,25 @@ func exitCode(err error) (int, string) {
 		return exitUsage, "see `handoff --help`"
 	}
 	return exitFailed, ""
+}
+
+// printable escapes what a terminal would act on in text that may carry
+// host-supplied names: control and format characters (but newline and tab)
+// and invalid UTF-8 come out as Go escapes.
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -135,7 +135,7 @@ func TestLiveProgressRedrawsInPlace(t *testing.T) {
 	got := screen(t, all)
 	want := []string{
 		"  laptop  done        inboxes 3     pulled 12",
-		"  vps     error       inboxes 1     pulled 0     dial: refused?[31m",
+		"  vps     error       inboxes 1     pulled 0     dial: refused\\x1b[31m",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("screen:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

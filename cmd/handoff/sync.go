@@ -91,8 +91,11 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	} else {
 		for _, h := range r.Hosts {
 			if h.Outcome != "ok" {
-				fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\n", h.Name, h.Error)
+				fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\n", h.Name, printable(h.Error))
 			}
+		}
+		if r.Error != "" {
+			fmt.Fprintf(c.g.stderr, "handoff: ingest: %s\nhint: nothing was lost: what could not be applied stays stored and the next sync retries it; `handoff doctor` checks the workspace\n", printable(r.Error))
 		}
 		if !c.quiet {
 			fmt.Fprint(c.g.stdout, r.Summary())

@@ -21,6 +21,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 )
@@ -138,4 +139,75 @@ func tempName(name string) (string, error) {
 		base = base[:200]
 	}
 	return path.Join(path.Dir(name), TempPrefix+hex.EncodeToString(b[:])+"."+base), nil
+}
+
+// MkdirAll creates dir (relative to root) and any missing parents, and
+// fsyncs each parent after creating a child in it, so that a new directory
+// survives power loss before anything written into it is relied on.
+func MkdirAll(root *os.Root, dir string, perm fs.FileMode) error {
+	if dir == "." || dir == "" {
+		return nil
+	}
+	parts := strings.Split(path.Clean(dir), "/")
+	for i := range parts {
+		d := strings.Join(parts[:i+1], "/")
+		fi, err := root.Lstat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("durable: %s is not a directory", d)
+			}
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := root.Mkdir(d, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("durable: mkdir %s: %w", d, err)
+		}
+		if err := SyncDir(root, path.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MkdirAllPath is MkdirAll for an absolute path outside any root: the
+// workspace, its .handoff directory, the spool. Existing parents are left
+// alone; each directory it creates is made durable in its parent.
+func MkdirAllPath(dir string, perm fs.FileMode) error {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("durable: %s is not a directory", d)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		if err := os.Mkdir(d, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("durable: mkdir %s: %w", d, err)
+		}
+		p, err := os.Open(filepath.Dir(d))
+		if err != nil {
+			return err
+		}
+		syncs.Add(1)
+		err = p.Sync()
+		p.Close()
+		if err != nil {
+			return fmt.Errorf("durable: fsync dir %s: %w", filepath.Dir(d), err)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/handoff-sync/handoff/transport"
 	"io"
 	"net"
 	"os"
@@ -18,7 +19,8 @@ var ErrAuth = errors.New("authentication failed")
 // ErrChanged: ReadFile found that the open handle no longer describes the
 // file it had just Lstat'ed (size or modification time differ). The caller
 // should treat the file as still being written and try again later.
-var ErrChanged = errors.New("file changed while being opened")
+// It is transport.ErrChanged, so callers need not know the transport.
+var ErrChanged = transport.ErrChanged
 
 // HostKeyError reports a host key that known_hosts does not vouch for. It is
 // never retried, and the key is never accepted.

@@ -7,9 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +57,8 @@ var _ transport.FS = (*FS)(nil)
 // from what the server claims a file holds).
 func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closers ...io.Closer) (*FS, error) {
 	g := newListGuard()
-	c, err := sftp.NewClientPipe(&guardReader{r: rd, g: g}, &guardWriter{w: wr, g: g},
+	gr := &guardReader{r: rd, g: g}
+	c, err := sftp.NewClientPipe(gr, &guardWriter{w: wr, g: g},
 		sftp.MaxPacketChecked(readChunk),
 		sftp.UseConcurrentReads(false),
 		sftp.UseConcurrentWrites(false),
@@ -66,7 +67,22 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 	if err != nil {
 		return nil, err
 	}
-	return &FS{cfg: cfg, log: log, sftp: c, guard: g, closers: closers, done: make(chan struct{})}, nil
+	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, closers: closers, done: make(chan struct{})}
+	// When the SFTP session ends on its own (the peer hung up, or the guard
+	// cut off a protocol violation), mark the FS broken at once with the
+	// real cause, so that every later call fails with ErrBroken instead of
+	// each reporting a vague "connection lost".
+	go func() {
+		cause := c.Wait()
+		if gerr := gr.failure(); gerr != nil {
+			cause = gerr
+		}
+		if cause == nil {
+			cause = errors.New("the SFTP session ended")
+		}
+		f.abort(cause)
+	}()
+	return f, nil
 }
 
 // abort tears the connection down, recording why. Safe to call many times
@@ -95,7 +111,7 @@ func (f *FS) broken() error {
 	}
 	f.errMu.Lock()
 	defer f.errMu.Unlock()
-	return fmt.Errorf("ssh: %s: connection closed: %w", f.cfg.Alias, f.closedErr)
+	return fmt.Errorf("ssh: %s: %w: %w", f.cfg.Alias, transport.ErrBroken, f.closedErr)
 }
 
 // call runs op under ctx: if ctx ends while op is in flight, the whole
@@ -233,7 +249,7 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 	if !before.IsRegular() {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w (a %s)", transport.ErrNotRegular, kind(before.Mode))
 	}
-	if before.Size > limit {
+	if before.Size > limit || before.Size < 0 {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, before.Size, limit)
 	}
 	file, err := f.sftp.Open(name)
@@ -252,13 +268,11 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 		return nil, transport.FileInfo{}, fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, before.Size, opened.Size())
 	}
 
-	// Plain sequential reads; the buffer starts at the size Lstat reported
-	// (at most limit) and can only grow to limit+1, whatever the server sends.
-	bound := math.MaxInt
-	if limit < int64(math.MaxInt) {
-		bound = int(limit) + 1
-	}
-	buf := make([]byte, 0, min(int(before.Size)+1, bound))
+	// Plain sequential reads into a buffer that can only grow to the size
+	// the handle reported plus one byte (to notice a file still growing):
+	// whatever the server sends, never more than min(size, limit)+1 bytes.
+	bound := int(before.Size) + 1
+	buf := make([]byte, 0, min(bound, readChunk))
 	for len(buf) < bound {
 		if len(buf) == cap(buf) {
 			grown := make([]byte, len(buf), min(max(2*cap(buf), readChunk), bound))
@@ -275,8 +289,8 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 			return nil, transport.FileInfo{}, err
 		}
 	}
-	if int64(len(buf)) > limit {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w (more than %d bytes)", transport.ErrTooLarge, limit)
+	if int64(len(buf)) > before.Size {
+		return nil, transport.FileInfo{}, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, before.Size)
 	}
 	st, err := file.Stat()
 	if err != nil {
@@ -349,7 +363,28 @@ func opErr(op, name string, err error) error {
 	if errors.As(err, &pe) && pe.Path == name {
 		err = pe.Err // pkg/sftp's own prefix would repeat ours
 	}
-	return fmt.Errorf("sftp: %s %q: %w", op, name, err)
+	return &capped{msg: clipText(fmt.Sprintf("sftp: %s %q: %v", op, name, err), maxErrText), err: err}
+}
+
+// maxErrText bounds an error message: servers choose the text of their
+// status replies, and a hostile one must not make reports grow.
+const maxErrText = 512
+
+// capped is an error whose message is clipped; errors.Is still sees the
+// cause.
+type capped struct {
+	msg string
+	err error
+}
+
+func (e *capped) Error() string { return e.msg }
+func (e *capped) Unwrap() error { return e.err }
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // kind names a file type for messages.

@@ -48,8 +48,8 @@ func TestCanceledDuringStalledRead(t *testing.T) {
 		t.Fatal("ReadFile still blocked 5s after its context was canceled")
 	}
 	_, err := f.Lstat(ctxT(t), name)
-	if err == nil || !strings.Contains(err.Error(), "connection closed") {
-		t.Fatalf("Lstat after a canceled call: %v, want a connection-closed error", err)
+	if !errors.Is(err, transport.ErrBroken) {
+		t.Fatalf("Lstat after a canceled call: %v, want ErrBroken", err)
 	}
 }
 
@@ -225,8 +225,9 @@ func attrs(b []byte, size uint64, mode fs.FileMode) []byte {
 	return u32(u32(b, 1_700_000_000), 1_700_000_000)
 }
 
-// Invariant: no reply can make ReadFile read more than limit+1 bytes. The
-// server claims a 10-byte file and then never stops sending data.
+// Invariant: no reply can make ReadFile read more than the file's own size
+// plus one byte (and so never more than limit+1). The server claims a
+// 10-byte file and then never stops sending data: the file "changed".
 func TestReadFileEndlessData(t *testing.T) {
 	t.Parallel()
 	fk := &fakeSFTP{
@@ -236,11 +237,11 @@ func TestReadFileEndlessData(t *testing.T) {
 	f := fk.start(t)
 	const limit = 100_000
 	data, _, err := f.ReadFile(ctxT(t), "/inbox/a.md", limit)
-	if !errors.Is(err, transport.ErrTooLarge) || data != nil {
-		t.Fatalf("ReadFile: %d bytes, %v; want ErrTooLarge and no data", len(data), err)
+	if !errors.Is(err, transport.ErrChanged) || data != nil {
+		t.Fatalf("ReadFile: %d bytes, %v; want ErrChanged and no data", len(data), err)
 	}
-	if got := fk.served.Load(); got > limit+1 {
-		t.Fatalf("read %d bytes with limit %d", got, limit)
+	if got := fk.served.Load(); got > 10+readChunk {
+		t.Fatalf("served %d bytes for a 10-byte file (limit %d): the read was not bounded by the size", got, limit)
 	}
 }
 

@@ -143,17 +143,32 @@ type guardReader struct {
 	g     *listGuard
 	frame []byte
 	off   int
+
+	mu  sync.Mutex
+	err error // why the stream was cut off, if the guard cut it
 }
 
 func (r *guardReader) Read(p []byte) (int, error) {
 	if r.off == len(r.frame) {
 		if err := r.next(); err != nil {
+			if err != io.EOF {
+				r.mu.Lock()
+				r.err = err
+				r.mu.Unlock()
+			}
 			return 0, err
 		}
 	}
 	n := copy(p, r.frame[r.off:])
 	r.off += n
 	return n, nil
+}
+
+// failure is the error that ended the stream, or nil.
+func (r *guardReader) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 func (r *guardReader) next() error {
