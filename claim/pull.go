@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/transport"
@@ -175,9 +176,23 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 	return &claimed{src: src, data: data}, nil
 }
 
-// ArchiveName is the name a stored handoff gets in processed/ or malformed/.
+// ArchiveName is the name a stored handoff gets in processed/ or malformed/
+// (and its review draft): <stem>.<sha12>.md, the stem shortened on a UTF-8
+// boundary when the whole would not fit in MaxNameBytes.
 func ArchiveName(name, sha string) string {
-	return strings.TrimSuffix(name, ".md") + "." + sha[:12] + ".md"
+	return fitName(strings.TrimSuffix(name, ".md"), "."+sha[:12]+".md")
+}
+
+// fitName joins stem and suffix, cutting the stem so that the result is at
+// most MaxNameBytes long.
+func fitName(stem, suffix string) string {
+	if room := MaxNameBytes - len(suffix); len(stem) > room {
+		stem = strings.ToValidUTF8(stem[:room], "")
+		for !utf8.ValidString(stem) || len(stem) > room {
+			stem = stem[:len(stem)-1]
+		}
+	}
+	return stem + suffix
 }
 
 // store makes a batch durable, records it, then archives each source. It
@@ -346,10 +361,7 @@ func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, 
 	for i := 0; i < 100; i++ {
 		as := name
 		if i > 0 {
-			as = stem + "." + strconv.Itoa(i) + ".md"
-		}
-		if len(as) > MaxNameBytes {
-			return "", fmt.Errorf("no archive name for %s within 255 bytes", Quote(name))
+			as = fitName(stem, "."+strconv.Itoa(i)+".md")
 		}
 		err := p.fsys.Rename(ctx, path.Join(inbox, name), path.Join(dir, as))
 		if err == nil {

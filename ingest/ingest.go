@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 )
 
@@ -182,6 +183,10 @@ func (p *plan) outcome() outcome {
 	return outcome{Result: r, Action: p.Action, Target: p.Target, Before: p.Before, After: p.After}
 }
 
+// maxApplyAttempts bounds how often apply looks again at a target that
+// other writers keep changing.
+const maxApplyAttempts = 8
+
 const (
 	kindCard     = "card"
 	kindDocument = "document"
@@ -232,7 +237,12 @@ func (in *Ingester) plan(src sourceRow, h *Handoff) (*plan, string, error) {
 // bookkeeping. It is also how an interrupted plan is finished, so every
 // step checks what is already on disk.
 func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, error) {
-	for {
+	// Each pass either finishes or changes something (a re-plan, a lost
+	// race); a target that keeps changing under us goes to review.
+	for attempt := 0; ; attempt++ {
+		if attempt == maxApplyAttempts {
+			return in.reviewPlan(ctx, src, p, ReasonHashConflict)
+		}
 		cur, exists, err := in.ws.read(p.Target)
 		if reason, err := unsafeReason(err); err != nil {
 			return Entry{}, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
@@ -259,11 +269,38 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, e
 			if hash(next) != p.After {
 				return Entry{}, fmt.Errorf("ingest: plan %d: computed content does not match its after-hash", p.ID)
 			}
-			if err := in.ws.write(p.Target, next); err != nil {
+			// Compare-and-swap: the target is replaced only if it still
+			// holds exactly what the plan was made on, so an edit another
+			// process made meanwhile is never overwritten; the loop then
+			// sees the new content and re-plans or routes to review.
+			late, err := in.ws.replaceIf(p.Target, next, func(old []byte, existed bool) bool {
+				if !existed {
+					return !exists
+				}
+				return exists && hash(old) == curHash
+			})
+			if errors.Is(err, durable.ErrConflict) {
+				in.log.Info("target changed while being written; looking again", "target", p.Target)
+				continue
+			}
+			if err != nil {
 				return Entry{}, fmt.Errorf("ingest: write %s: %w", p.Target, err)
 			}
+			lateName := ""
+			if len(late) > 0 {
+				// Durable first, so a crash cannot lose them; merged
+				// into the target once this plan's bookkeeping is done.
+				lateName = "late." + hash(late)[:12] + "." + hash([]byte(p.Target))[:16]
+				if err := in.ws.write(BackupsDir+"/"+lateName, late); err != nil {
+					return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
+				}
+			}
 			failpoint.Inject("commit.written")
-			return in.record(ctx, src, p.outcome(), p.ID)
+			e, err := in.record(ctx, src, p.outcome(), p.ID)
+			if err == nil && lateName != "" {
+				in.keepLate(p.Target, next, late, lateName)
+			}
+			return e, err
 		case p.Kind == kindDocument && p.Replans == 0:
 			// Someone appended to the document since the plan was made.
 			// Appending is safe to redo on the new content, once.
@@ -281,6 +318,55 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, e
 	}
 }
 
+// keepLate puts back bytes another writer appended to the target's old file
+// in the instant it was being replaced: they go after the new content, so
+// no edit is lost. They are already saved under .handoff/backups; should
+// the target have changed yet again, they stay only there, and the log says
+// so.
+func (in *Ingester) keepLate(target string, written, late []byte, saved string) {
+	in.log.Warn("another writer appended while the target was replaced; keeping its text", "target", target, "bytes", len(late))
+	cur := written
+	var err error
+	for attempt := 0; attempt < maxApplyAttempts; attempt++ {
+		var more []byte
+		want := hash(cur)
+		more, err = in.ws.replaceIf(target, append(append([]byte{}, cur...), late...), func(old []byte, existed bool) bool {
+			return existed && hash(old) == want
+		})
+		if err == nil {
+			if len(more) == 0 {
+				return
+			}
+			// Yet another late append: put that one back too.
+			cur, late = append(append([]byte{}, cur...), late...), more
+			continue
+		}
+		if !errors.Is(err, durable.ErrConflict) {
+			break
+		}
+		// The target moved on: append to what it holds now.
+		c, exists, rerr := in.ws.read(target)
+		if rerr != nil || !exists {
+			err = rerr
+			break
+		}
+		cur = c
+	}
+	in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", BackupsDir+"/"+saved, "err", err)
+}
+
+// BackupName is the file under .handoff/backups that keeps a target's prior
+// content for one plan: <sha12>.<replan>.<hash of target>.<readable tail>,
+// unique per plan and target and always far below the file system's name
+// limit.
+func BackupName(sha string, replans int, target string) string {
+	tail := strings.ReplaceAll(target, "/", "_")
+	if len(tail) > 64 {
+		tail = strings.ToValidUTF8(tail[len(tail)-64:], "")
+	}
+	return sha[:12] + "." + strconv.Itoa(replans) + "." + hash([]byte(target))[:16] + "." + tail
+}
+
 // backup keeps the target's current content under .handoff/backups before
 // it is replaced. An absent target needs no backup. The backup's name is
 // derived from the plan, so a rerun after a crash finds it without a ledger
@@ -289,7 +375,7 @@ func (in *Ingester) backup(p *plan, cur []byte, exists bool) error {
 	if !exists {
 		return nil
 	}
-	name := p.SHA256[:12] + "." + strconv.Itoa(p.Replans) + "." + strings.ReplaceAll(p.Target, "/", "_")
+	name := BackupName(p.SHA256, p.Replans, p.Target)
 	if err := in.ws.write(BackupsDir+"/"+name, cur); err != nil {
 		return fmt.Errorf("ingest: backup %s: %w", p.Target, err)
 	}

@@ -142,6 +142,18 @@ func (w *workspace) write(target string, data []byte) error {
 	return durable.WriteFile(w.root, target, data, 0o644)
 }
 
+// replaceIf replaces target durably only if what it replaces passes ok
+// (see durable.ReplaceIf), creating missing parent directories.
+func (w *workspace) replaceIf(target string, data []byte, ok func(old []byte, existed bool) bool) ([]byte, error) {
+	if w.dryRun {
+		return nil, nil
+	}
+	if err := w.mkdirs(path.Dir(target)); err != nil {
+		return nil, err
+	}
+	return durable.ReplaceIf(w.root, target, data, 0o644, ok)
+}
+
 // mkdirs creates dir and its parents, refusing symlinked components.
 func (w *workspace) mkdirs(dir string) error {
 	if dir == "." {

@@ -18,12 +18,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // syncs counts fsync calls made by this package, for benchmarks.
@@ -210,4 +213,147 @@ func MkdirAllPath(dir string, perm fs.FileMode) error {
 		}
 	}
 	return nil
+}
+
+// ErrConflict means ReplaceIf found the file changed since the caller read
+// it; the file was left as it was.
+var ErrConflict = errors.New("file changed by someone else")
+
+// ReplaceIf durably replaces name with data, but only if what it replaces
+// passes ok: a compare-and-swap against other writers. The new content is
+// written and fsynced under a temporary name, then exchanged with the
+// current file in one atomic renameat2(RENAME_EXCHANGE), so the content
+// that is checked is exactly the content taken out. If ok refuses it, it is
+// exchanged back and ErrConflict returned. A missing file counts as absent
+// (existed false) and is created only if nothing appears in the meantime.
+//
+// A writer that opened the file before the exchange may still append to the
+// replaced file after the check. ReplaceIf keeps the replaced file open
+// until the directory is synced and returns what was appended to it in the
+// meantime as late; the caller decides where those bytes go. (A writer that
+// holds its descriptor longer than that cannot be protected by any
+// replace-by-rename.)
+func ReplaceIf(root *os.Root, name string, data []byte, perm fs.FileMode, ok func(old []byte, existed bool) bool) (late []byte, err error) {
+	dir, base := path.Dir(name), path.Base(name)
+	tmp, err := tempName(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return nil, fmt.Errorf("durable: create temp for %s: %w", name, err)
+	}
+	defer func() {
+		if err != nil {
+			root.Remove(tmp)
+		}
+	}()
+	n, err := f.Write(data)
+	if err == nil && n != len(data) {
+		err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
+	}
+	if err == nil {
+		syncs.Add(1)
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("durable: write %s: %w", name, err)
+	}
+	d, err := root.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("durable: open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	dfd := int(d.Fd())
+	tbase := path.Base(tmp)
+
+	if _, lerr := root.Lstat(name); errors.Is(lerr, fs.ErrNotExist) {
+		if !ok(nil, false) {
+			return nil, ErrConflict
+		}
+		err = unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			return nil, ErrConflict // created by someone else just now
+		}
+		if err != nil {
+			return nil, fmt.Errorf("durable: rename into %s: %w", name, err)
+		}
+	} else {
+		err = unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+			// The file system cannot exchange: check, then rename. A
+			// change in the instant between them is not detected.
+			old, rerr := readNoFollow(root, name)
+			if rerr != nil || !ok(old, true) {
+				return nil, ErrConflict
+			}
+			if err = root.Rename(tmp, name); err != nil {
+				return nil, fmt.Errorf("durable: rename into %s: %w", name, err)
+			}
+			syncs.Add(1)
+			return nil, d.Sync()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("durable: exchange %s: %w", name, err)
+		}
+		// tmp now names what name held a moment ago.
+		oldf, rerr := root.OpenFile(tmp, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		var old []byte
+		if rerr == nil {
+			if st, serr := oldf.Stat(); serr != nil || !st.Mode().IsRegular() {
+				rerr = fmt.Errorf("%s is not a regular file", name)
+			} else {
+				old, rerr = io.ReadAll(oldf)
+			}
+		}
+		if rerr != nil || !ok(old, true) {
+			if oldf != nil {
+				oldf.Close()
+			}
+			if xerr := unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE); xerr != nil {
+				return nil, fmt.Errorf("durable: restore %s after a conflict: %w", name, xerr)
+			}
+			return nil, ErrConflict
+		}
+		defer oldf.Close()
+		if err = root.Remove(tmp); err != nil {
+			return nil, fmt.Errorf("durable: remove replaced %s: %w", name, err)
+		}
+		syncs.Add(1)
+		if err := d.Sync(); err != nil {
+			return nil, fmt.Errorf("durable: fsync dir %s: %w", dir, err)
+		}
+		// Whatever reached the replaced file after the check.
+		late, err = io.ReadAll(oldf)
+		if err != nil {
+			return nil, fmt.Errorf("durable: read replaced %s: %w", name, err)
+		}
+		return late, nil
+	}
+	syncs.Add(1)
+	if err := d.Sync(); err != nil {
+		return nil, fmt.Errorf("durable: fsync dir %s: %w", dir, err)
+	}
+	return nil, nil
+}
+
+// readNoFollow reads a regular file without following a symlink and
+// without blocking on a FIFO.
+func readNoFollow(root *os.Root, name string) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	return io.ReadAll(f)
 }

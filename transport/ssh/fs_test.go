@@ -90,10 +90,10 @@ func TestKeepaliveKeepsLiveConnection(t *testing.T) {
 	t.Parallel()
 	srv := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	cfg := configFor(srv)
-	cfg.ServerAliveInterval = 50 * time.Millisecond
-	cfg.ServerAliveCountMax = 1
+	cfg.ServerAliveInterval = 200 * time.Millisecond
+	cfg.ServerAliveCountMax = 5
 	f := dialT(t, cfg)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	if _, err := f.Home(ctxT(t)); err != nil {
 		t.Fatalf("Home after keepalives: %v", err)
 	}
