@@ -213,6 +213,19 @@ func (r *fakeRecorder) MarkArchived(ctx context.Context, srcs []claim.Source) er
 	return nil
 }
 
+func (r *fakeRecorder) Unarchived(ctx context.Context, host, inbox string) ([]claim.Source, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []claim.Source
+	for k, s := range r.sources {
+		if s.Inbox == inbox && s.Host == host && !r.archived[k] {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
 func (r *fakeRecorder) event(e string) {
 	r.mu.Lock()
 	r.events = append(r.events, e)

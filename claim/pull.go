@@ -96,6 +96,11 @@ func (p *puller) run(ctx context.Context) error {
 			p.log.Info("inbox skipped", "host", p.cfg.Host, "inbox", in.Path, "state", in.State)
 			continue
 		}
+		if !p.cfg.DryRun {
+			if err := p.confirmArchived(ctx, in); err != nil {
+				return err
+			}
+		}
 		var batch []claimed
 		size := 0
 		flush := func() error {
@@ -174,6 +179,42 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 	}
 	src.ArchivedAs = path.Join(dir, ArchiveName(fi.Name, sha))
 	return &claimed{src: src, data: data}, nil
+}
+
+// confirmArchived settles sources whose archive an earlier run did not see
+// confirmed: if the source is gone from the inbox and its archive name holds
+// the stored bytes, the rename happened and is recorded now. A source still
+// in the inbox is claimed again as usual and acknowledged then.
+func (p *puller) confirmArchived(ctx context.Context, in *Inbox) error {
+	srcs, err := p.rec.Unarchived(ctx, p.cfg.Host, in.Path)
+	if err != nil || len(srcs) == 0 {
+		return err
+	}
+	present := map[string]bool{}
+	for _, c := range in.Candidates {
+		present[c.Name] = true
+	}
+	var done []Source
+	for _, s := range srcs {
+		if present[s.Name] || s.ArchivedAs == "" {
+			continue
+		}
+		same, err := sameContent(ctx, p.fsys, path.Join(in.Path, s.ArchivedAs), s.SHA256, s.Size)
+		if err != nil && !errors.Is(err, transport.ErrNotExist) {
+			if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
+				return err
+			}
+			continue
+		}
+		if same {
+			done = append(done, s)
+		}
+	}
+	if len(done) > 0 {
+		p.log.Info("confirmed archives an earlier run could not", "host", p.cfg.Host, "inbox", in.Path, "count", len(done))
+		return p.rec.MarkArchived(ctx, done)
+	}
+	return nil
 }
 
 // ArchiveName is the name a stored handoff gets in processed/ or malformed/

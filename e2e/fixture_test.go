@@ -172,6 +172,11 @@ func (w *world) checkConverged(markers map[string][]string, results map[string]s
 			t.Errorf("%s ended %q, want %q", name, got[name], want)
 		}
 	}
+	var unacked int
+	db.QueryRow(`SELECT count(*) FROM sources WHERE acked = 0`).Scan(&unacked)
+	if unacked != 0 {
+		t.Errorf("%d sources archived on their host but not confirmed in the ledger", unacked)
+	}
 	var open int
 	db.QueryRow(`SELECT count(*) FROM plans WHERE state = 'planned'`).Scan(&open)
 	if open != 0 {

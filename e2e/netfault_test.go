@@ -722,10 +722,6 @@ func nfBigNotArchived(t *testing.T, nw *nfWorld, _ int) {
 	}
 }
 
-// nfKnownBugsEnv runs the checks of known, unfixed product bugs; without
-// it they skip, naming the bug.
-const nfKnownBugsEnv = "HANDOFF_KNOWN_BUGS"
-
 // nfRenamesAcknowledged: once the runs have converged, every source whose
 // remote copy sits at its archive name is recorded as archived, and
 // `handoff where` says so. A rename carried out by the server whose answer
@@ -733,11 +729,6 @@ const nfKnownBugsEnv = "HANDOFF_KNOWN_BUGS"
 // later run meets it again.
 func nfRenamesAcknowledged(t *testing.T, nw *nfWorld) {
 	t.Run("ledger-confirms-lost-rename", func(t *testing.T) {
-		if os.Getenv(nfKnownBugsEnv) == "" {
-			t.Skipf("known bug (set %s=1 to check): a rename the server carried out but whose answer was lost stays "+
-				"acked=0 in the ledger for ever, and `handoff where` keeps saying \"rename not confirmed yet; the next sync "+
-				"finishes it\"; no later sync meets the file again", nfKnownBugsEnv)
-		}
 		db, err := sql.Open("sqlite", filepath.Join(nw.ws, ".handoff/ledger.db"))
 		if err != nil {
 			t.Fatal(err)

@@ -210,6 +210,26 @@ func (l *Ledger) MarkArchived(ctx context.Context, srcs []claim.Source) error {
 	return tx.Commit()
 }
 
+// Unarchived returns an inbox's stored sources whose archive is not
+// confirmed.
+func (l *Ledger) Unarchived(ctx context.Context, host, inbox string) ([]claim.Source, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT sha256, size, name, archived_as FROM sources
+		WHERE host = ? AND inbox = ? AND acked = 0 ORDER BY id`, host, inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []claim.Source
+	for rows.Next() {
+		s := claim.Source{Host: host, Inbox: inbox}
+		if err := rows.Scan(&s.SHA256, &s.Size, &s.Name, &s.ArchivedAs); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
 // sourceRow is one stored source as the ingester sees it.
 type sourceRow struct {
 	ID         int64
