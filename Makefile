@@ -4,7 +4,7 @@ BIN       ?= bin/handoff
 PKGS      := ./...
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short lint fmt bench bench-quick demo torture fuzz fuzz-ci clean
+.PHONY: build test test-short lint fmt bench bench-quick bench-net demo torture fuzz fuzz-ci clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/handoff
@@ -30,8 +30,16 @@ fmt:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./ingest/ ./claim/
 
+# Network benchmark (issue 6; root, network namespaces, real sshd): one small
+# cell of the grid, side by side (handoff, both rsync variants, rclone).
 bench-quick:
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 -benchtime 1x ./ingest/
+	bench/run.sh -k 2 -r 10 -f 1 -t 20 -n 3
+
+# The full grid K x R x F x RTT (hours; see docs/BENCHMARKS.md), then the
+# ingester alone (10,000 handoffs vs a naive applier).
+bench-net:
+	bench/grid.sh
+	bench/ingest.sh
 
 demo: build
 	$(BIN) demo

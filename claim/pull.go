@@ -266,8 +266,9 @@ func (p *puller) store(ctx context.Context, inbox string, batch []claimed) ([]er
 	var done []Source
 	for _, c := range batch {
 		if err := p.archive(ctx, inbox, c); err != nil {
-			if ctx.Err() != nil {
-				return errs, err
+			if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
+				// The connection is gone: say so, with what is left over.
+				return errs, fmt.Errorf("%w (%d of %d in this batch stored but not yet archived; the next run finishes them)", err, len(batch)-len(done), len(batch))
 			}
 			p.log.Warn("archive failed", "host", p.cfg.Host, "name", Quote(path.Join(inbox, c.src.Name)), "err", err)
 			errs = append(errs, err)
