@@ -64,6 +64,8 @@ type puller struct {
 	parses func([]byte) bool
 	log    *slog.Logger
 	report HostReport
+
+	deferred map[string]int // deferrals by reason in the current inbox
 }
 
 type claimed struct {
@@ -101,6 +103,7 @@ func (p *puller) run(ctx context.Context) error {
 				return err
 			}
 		}
+		p.deferred = map[string]int{}
 		var batch []claimed
 		size := 0
 		flush := func() error {
@@ -128,6 +131,9 @@ func (p *puller) run(ctx context.Context) error {
 		}
 		if err := flush(); err != nil {
 			return err
+		}
+		if n := p.deferred[ReasonTooYoung] + p.deferred[ReasonChanging]; n > 0 {
+			p.log.Info("deferred to a later run", "host", p.cfg.Host, "inbox", in.Path, "too_young", p.deferred[ReasonTooYoung], "changing", p.deferred[ReasonChanging])
 		}
 	}
 	progress(len(inboxes))
@@ -416,8 +422,11 @@ func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, 
 	return "", fmt.Errorf("move %s into malformed/: 100 names taken", Quote(name))
 }
 
+// deferItem leaves a file for a later run. Deferrals are logged once per
+// inbox (see run), not per file: an inbox of fresh files is common, and a
+// host must not flood the log.
 func (p *puller) deferItem(inbox string, fi transport.FileInfo, reason string) {
-	p.log.Debug("deferred", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "reason", reason)
+	p.deferred[reason]++
 	p.addItem(Item{Inbox: inbox, Name: fi.Name, Size: fi.Size, Result: ResultDeferred, Reason: reason})
 }
 

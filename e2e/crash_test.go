@@ -41,6 +41,10 @@ func TestCrashRandomSchedules(t *testing.T) {
 	seed := uint64(os.Getpid())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 42))
+	crashes, parents, workers := 0, 0, 0
+	defer func() {
+		t.Logf("%d schedules, %d crashes survived (%d of the whole run, %d of a pull worker)", schedules, crashes, parents, workers)
+	}()
 	for i := 0; i < schedules; i++ {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			w := newWorld(t)
@@ -49,7 +53,15 @@ func TestCrashRandomSchedules(t *testing.T) {
 			for c := 0; c < crashes; c++ {
 				fp := failpoint.Names[rng.IntN(len(failpoint.Names))]
 				spec := fp + "@" + strconv.Itoa(1+rng.IntN(4))
-				if code, out := w.sync(failpoint.Env + "=" + spec); code != 0 && !crashed(code, out) {
+				code, out := w.sync(failpoint.Env + "=" + spec)
+				switch {
+				case code == -9:
+					crashes++
+					parents++
+				case crashed(code, out):
+					crashes++
+					workers++
+				case code != 0:
 					t.Fatalf("run with %s exited %d:\n%s", spec, code, out)
 				}
 			}
