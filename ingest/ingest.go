@@ -281,6 +281,15 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, e
 			})
 			if errors.Is(err, durable.ErrConflict) {
 				in.log.Info("target changed while being written; looking again", "target", p.Target)
+				if len(late) > 0 {
+					// Another writer appended to our file in the instant
+					// it stood at the target's name: keep that text.
+					name := "late." + hash(late)[:12] + "." + hash([]byte(p.Target))[:16]
+					if err := in.ws.write(BackupsDir+"/"+name, late); err != nil {
+						return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
+					}
+					in.keepLate(p.Target, nil, late, name)
+				}
 				continue
 			}
 			if err != nil {

@@ -216,7 +216,7 @@ func MkdirAllPath(dir string, perm fs.FileMode) error {
 }
 
 // ErrConflict means ReplaceIf found the file changed since the caller read
-// it; the file was left as it was.
+// it; the file was left as it was (apart from late bytes, see ReplaceIf).
 var ErrConflict = errors.New("file changed by someone else")
 
 // ReplaceIf durably replaces name with data, but only if what it replaces
@@ -315,6 +315,12 @@ func ReplaceIf(root *os.Root, name string, data []byte, perm fs.FileMode, ok fun
 			}
 			if xerr := unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE); xerr != nil {
 				return nil, fmt.Errorf("durable: restore %s after a conflict: %w", name, xerr)
+			}
+			// For a moment name was our new file: whatever another writer
+			// appended to it then is returned as late, with ErrConflict.
+			mine, _ := readNoFollow(root, tmp)
+			if len(mine) > len(data) && string(mine[:len(data)]) == string(data) {
+				return mine[len(data):], ErrConflict
 			}
 			return nil, ErrConflict
 		}

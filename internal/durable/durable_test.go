@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,5 +64,46 @@ func TestRemoveTemps(t *testing.T) {
 	}
 	if n, err := RemoveTemps(root, "missing"); n != 0 || err != nil {
 		t.Fatalf("missing dir: %d %v", n, err)
+	}
+}
+
+// TestReplaceIf: the compare-and-swap replaces only what passes the check,
+// and leaves a refused file exactly as it was. Invariant: another writer's
+// content is never overwritten unseen.
+func TestReplaceIf(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	p := filepath.Join(dir, "T.md")
+
+	// Absent, and expected absent: created.
+	if _, err := ReplaceIf(root, "T.md", []byte("one\n"), 0o644, func(old []byte, existed bool) bool { return !existed }); err != nil {
+		t.Fatal(err)
+	}
+	// Present, check refuses: unchanged, ErrConflict.
+	_, err = ReplaceIf(root, "T.md", []byte("two\n"), 0o644, func(old []byte, existed bool) bool { return string(old) == "something else" })
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("ReplaceIf with a refusing check: %v, want ErrConflict", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "one\n" {
+		t.Fatalf("refused replace changed the file to %q", b)
+	}
+	// Present, check passes on exactly the old content: replaced.
+	var seen string
+	if _, err := ReplaceIf(root, "T.md", []byte("two\n"), 0o644, func(old []byte, existed bool) bool { seen = string(old); return existed }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "two\n" || seen != "one\n" {
+		t.Fatalf("file %q, check saw %q", b, seen)
+	}
+	// Expected absent but present: ErrConflict, unchanged.
+	if _, err := ReplaceIf(root, "T.md", []byte("three\n"), 0o644, func(old []byte, existed bool) bool { return !existed }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("create over an existing file: %v, want ErrConflict", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("%d entries left, want only T.md (no temp files)", len(ents))
 	}
 }
