@@ -209,6 +209,7 @@ func (f *FS) ReadDir(ctx context.Context, name string, maxEntries int) ([]transp
 		out = make([]transport.FileInfo, len(ents))
 		for i, e := range ents {
 			out[i] = fromOS(e)
+			out[i].Name = f.guard.unmask(out[i].Name)
 		}
 		return nil
 	})

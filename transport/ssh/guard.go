@@ -1,6 +1,7 @@
 package sshfs
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ type listGuard struct {
 	seen     uint64
 	exceeded bool
 	ids      map[uint32]struct{}
+	masked   map[string]string // masked name -> name as the server sent it
 }
 
 func newListGuard() *listGuard {
@@ -44,6 +46,29 @@ func (g *listGuard) begin(budget int) {
 	defer g.mu.Unlock()
 	g.active, g.budget, g.seen, g.exceeded = true, uint64(budget), 0, false
 	clear(g.ids)
+	g.masked = nil
+}
+
+// unmask returns a listed name as the server sent it.
+func (g *listGuard) unmask(name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if orig, ok := g.masked[name]; ok {
+		return orig
+	}
+	return name
+}
+
+// noteMasked remembers a name maskSlashes changed.
+func (g *listGuard) noteMasked(masked, orig string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.masked == nil {
+		g.masked = map[string]string{}
+	}
+	if len(g.masked) < maxMasked {
+		g.masked[masked] = orig
+	}
 }
 
 // end stops watching and reports whether the budget was exceeded.
@@ -68,12 +93,12 @@ func (g *listGuard) sent(typ byte, id uint32) {
 }
 
 // refuse reports whether the NAME reply with this id and entry count must
-// be replaced by a failure.
-func (g *listGuard) refuse(id uint32, count uint32) bool {
+// be replaced by a failure, and whether it answers a listing at all.
+func (g *listGuard) refuse(id uint32, count uint32) (refused, listing bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.ids[id]; !ok {
-		return false
+		return false, false
 	}
 	delete(g.ids, id)
 	// An empty reply counts as one entry, so that a server cannot keep a
@@ -81,10 +106,10 @@ func (g *listGuard) refuse(id uint32, count uint32) bool {
 	n := max(uint64(count), 1)
 	if g.exceeded || g.seen+n > g.budget {
 		g.exceeded = true
-		return true
+		return true, true
 	}
 	g.seen += n
-	return false
+	return false, true
 }
 
 // guardWriter passes pkg/sftp's requests through, noting each one's type
@@ -199,8 +224,11 @@ func (r *guardReader) next() error {
 	id := binary.BigEndian.Uint32(body[1:5])
 	switch body[0] {
 	case fxpName:
-		if r.g.refuse(id, binary.BigEndian.Uint32(body[5:9])) {
+		refused, listing := r.g.refuse(id, binary.BigEndian.Uint32(body[5:9]))
+		if refused {
 			r.frame = statusFrame(r.frame[:0], id, fxFailure, "too many directory entries")
+		} else if listing {
+			maskSlashes(body, r.g.noteMasked)
 		}
 	case fxpData:
 		// pkg/sftp asks again after an empty data reply, so a server could
@@ -223,4 +251,89 @@ func statusFrame(b []byte, id, code uint32, msg string) []byte {
 	b = append(b, msg...)
 	b = binary.BigEndian.AppendUint32(b, 0) // language tag
 	return b
+}
+
+// slashMask stands in for "/" in listed names on their way through
+// pkg/sftp, whose ReadDir keeps only path.Base of each name: a hostile
+// "sub/evil.md" would arrive as "evil.md". FS.ReadDir puts the "/" back, so
+// that the name is seen, and refused, as the server sent it. (A NUL cannot
+// be part of a real file name.)
+const slashMask = 0
+
+// maxMasked bounds how many masked names one listing remembers; the rest
+// are reported with the mask in place of "/" (still refused, as NUL is a
+// control character).
+const maxMasked = 1000
+
+// maskSlashes replaces "/" in the file names of a NAME reply body (type, id,
+// count, entries) in place, telling note about each name it changed. A body
+// it cannot parse is left as it is.
+func maskSlashes(body []byte, note func(masked, orig string)) {
+	count := binary.BigEndian.Uint32(body[5:9])
+	p := body[9:]
+	str := func() ([]byte, bool) {
+		if len(p) < 4 {
+			return nil, false
+		}
+		n := binary.BigEndian.Uint32(p[:4])
+		if uint64(n) > uint64(len(p)-4) {
+			return nil, false
+		}
+		s := p[4 : 4+n]
+		p = p[4+n:]
+		return s, true
+	}
+	skip := func(n int) bool {
+		if len(p) < n {
+			return false
+		}
+		p = p[n:]
+		return true
+	}
+	for range count {
+		name, ok := str()
+		if !ok {
+			return
+		}
+		if bytes.IndexByte(name, '/') >= 0 {
+			orig := string(name)
+			for i, b := range name {
+				if b == '/' {
+					name[i] = slashMask
+				}
+			}
+			note(string(name), orig)
+		}
+		if _, ok := str(); !ok { // longname
+			return
+		}
+		if len(p) < 4 {
+			return
+		}
+		flags := binary.BigEndian.Uint32(p[:4])
+		p = p[4:]
+		for _, f := range []struct {
+			bit uint32
+			n   int
+		}{{0x1, 8}, {0x2, 8}, {0x4, 4}, {0x8, 8}} {
+			if flags&f.bit != 0 && !skip(f.n) {
+				return
+			}
+		}
+		if flags&0x80000000 != 0 {
+			if len(p) < 4 {
+				return
+			}
+			ext := binary.BigEndian.Uint32(p[:4])
+			p = p[4:]
+			for range ext {
+				if _, ok := str(); !ok {
+					return
+				}
+				if _, ok := str(); !ok {
+					return
+				}
+			}
+		}
+	}
 }
