@@ -42,7 +42,8 @@ type FS struct {
 	// SFTP stream itself.
 	closers []io.Closer
 
-	dirMu sync.Mutex // one guarded listing at a time
+	dirMu  sync.Mutex   // one guarded listing at a time
+	reader *guardReader // knows why the stream was cut, if the guard cut it
 
 	closeOnce sync.Once
 	done      chan struct{} // closed when the connection is torn down
@@ -67,7 +68,7 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 	if err != nil {
 		return nil, err
 	}
-	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, closers: closers, done: make(chan struct{})}
+	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, reader: gr, closers: closers, done: make(chan struct{})}
 	// When the SFTP session ends on its own (the peer hung up, or the guard
 	// cut off a protocol violation), mark the FS broken at once with the
 	// real cause, so that every later call fails with ErrBroken instead of
@@ -133,6 +134,14 @@ func (f *FS) call(ctx context.Context, op func() error) error {
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
+		}
+		if errors.Is(err, sftp.ErrSSHFxConnectionLost) {
+			// The session is gone; do not wait for the watcher to notice.
+			cause := err
+			if gerr := f.reader.failure(); gerr != nil {
+				cause = gerr
+			}
+			f.abort(cause)
 		}
 		if berr := f.broken(); berr != nil {
 			return fmt.Errorf("%w (%w)", berr, err)
