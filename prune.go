@@ -153,10 +153,8 @@ func pruneSpool(ctx context.Context, ws string, o ingest.PruneSpoolOptions) (ing
 			return ingest.SpoolPrune{}, err
 		}
 		defer os.RemoveAll(tmp)
-		for _, suffix := range []string{"", "-wal"} {
-			if err := copyFile(ledger+suffix, filepath.Join(tmp, "ledger.db"+suffix)); err != nil {
-				return ingest.SpoolPrune{}, fmt.Errorf("dry run: copy ledger: %w", err)
-			}
+		if err := ingest.CopyLedger(ledger, filepath.Join(tmp, "ledger.db")); err != nil {
+			return ingest.SpoolPrune{}, fmt.Errorf("dry run: %w", err)
 		}
 		ledger = filepath.Join(tmp, "ledger.db")
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -351,11 +350,9 @@ func openState(ws string, dryRun bool) (*state, error) {
 			return nil, err
 		}
 		st.closers = append(st.closers, func() error { return os.RemoveAll(tmp) })
-		for _, suffix := range []string{"", "-wal"} {
-			if err := copyFile(st.ledgerPath+suffix, filepath.Join(tmp, "ledger.db"+suffix)); err != nil {
-				st.close()
-				return nil, fmt.Errorf("dry run: copy ledger: %w", err)
-			}
+		if err := ingest.CopyLedger(st.ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
+			st.close()
+			return nil, fmt.Errorf("dry run: %w", err)
 		}
 		st.baseSpool = st.spoolDir
 		st.ledgerPath, st.spoolDir = filepath.Join(tmp, "ledger.db"), filepath.Join(tmp, "spool")
@@ -418,25 +415,6 @@ func openSpool(dir, base string) (*spoolHandle, error) {
 	}}, nil
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
 
 // lock takes the workspace lock. An applied run creates .handoff/lock and
 // writes its pid into it; a dry run locks only an existing lock file, so it

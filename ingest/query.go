@@ -74,11 +74,9 @@ func OpenLedgerReadOnly(path string, idle bool) (*LedgerView, error) {
 		}
 		v.cleanup = func() { os.RemoveAll(tmp) }
 		copied := filepath.Join(tmp, "ledger.db")
-		for _, suffix := range []string{"", "-wal"} {
-			if err := copyPlain(path+suffix, copied+suffix); err != nil {
-				v.cleanup()
-				return nil, fmt.Errorf("ledger: copy %s: %w", path+suffix, err)
-			}
+		if err := CopyLedger(path, copied); err != nil {
+			v.cleanup()
+			return nil, err
 		}
 		dsn = copied
 	}
@@ -99,6 +97,18 @@ func OpenLedgerReadOnly(path string, idle bool) (*LedgerView, error) {
 func fileURI(path string, q url.Values) string {
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
 	return u.String()
+}
+
+// CopyLedger copies a ledger and its write-ahead log (if any) to dst, a
+// path that must not exist yet, so that a reader can work on a private
+// copy. A ledger that does not exist copies as nothing.
+func CopyLedger(src, dst string) error {
+	for _, suffix := range []string{"", "-wal"} {
+		if err := copyPlain(src+suffix, dst+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("ledger: copy %s: %w", src+suffix, err)
+		}
+	}
+	return nil
 }
 
 func copyPlain(src, dst string) error {
