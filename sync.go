@@ -415,7 +415,6 @@ func openSpool(dir, base string) (*spoolHandle, error) {
 	}}, nil
 }
 
-
 // lock takes the workspace lock. An applied run creates .handoff/lock and
 // writes its pid into it; a dry run locks only an existing lock file, so it
 // creates nothing.
