@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# bench/ingest.sh — the ingester alone (issue 6): N stored handoffs (default
+# 10,000) applied by the transactional ingester vs a naive applier (no fsync,
+# no backup, no ledger), each in its own process so that peak RSS and fsync
+# counts are its own; plus the cost of one 4 KiB write + fsync here.
+#
+#   bench/ingest.sh [N]          # prints a markdown table; also bench/results/ingest-<time>/
+#   PROFILE=1 bench/ingest.sh    # adds a CPU profile of the transactional run (pprof -top)
+#
+# handoffs/s and peak RSS come from a plain run (/usr/bin/time -v); fsyncs
+# per handoff from a second run under strace -c -f (fsync + fdatasync, the
+# ingester's own and SQLite's), minus the fsyncs of a seed-only run.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+MAIN=$(cd "$HERE/.." && pwd)
+N=${1:-10000}
+export HANDOFF_BENCH_N=$N
+OUT=$HERE/results/ingest-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$OUT"
+TB=$OUT/ingest.test
+# The ingester of a snapshot of HANDOFF_REV (default HEAD), plus this
+# benchmark file from the working tree (see bench/build.sh).
+BENCH_DIR=${BENCH_DIR:-/srv/hbench}
+SNAP=$BENCH_DIR/src-ingest
+SNAPSHOT_DIR=$SNAP EXTRA_TEST_FILE=ingest/bench_naive_test.go "$HERE/build.sh" "$OUT/handoff" >&2
+if [ "${HANDOFF_REV:-HEAD}" = worktree ]; then SNAP=$MAIN; fi
+(cd "$SNAP" && go test -c -o "$TB" ./ingest/)
+export TMPDIR=${TMPDIR:-/var/tmp}
+
+bench() { # name -> runs it plainly, then under strace
+  local name=$1
+  /usr/bin/time -v "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x \
+    >"$OUT/$name.txt" 2>"$OUT/$name.time"
+  strace -f -c -e trace=fsync,fdatasync -o "$OUT/$name.strace" \
+    "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x >/dev/null 2>&1
+}
+for b in seed-only transactional naive; do bench "$b"; done
+if [ "${PROFILE:-0}" = 1 ]; then # where the transactional ingester's time goes
+  "$TB" -test.run '^$' -test.bench '^BenchmarkIngestVsNaive/transactional$' -test.benchtime 1x \
+    -test.cpuprofile "$OUT/transactional.cpu" >/dev/null
+  go tool pprof -top -nodecount 40 "$TB" "$OUT/transactional.cpu" >"$OUT/transactional.top" 2>/dev/null || true
+  go tool pprof -top -cum -nodecount 60 "$TB" "$OUT/transactional.cpu" >"$OUT/transactional.cum" 2>/dev/null || true
+fi
+"$TB" -test.run '^$' -test.bench '^BenchmarkFsync4K$' -test.benchtime 2000x >"$OUT/fsync.txt"
+"$TB" -test.run '^$' -test.bench '^BenchmarkFsyncNewFile4K$' -test.benchtime 2000x >"$OUT/fsync-new.txt"
+
+calls() { awk '$NF == "fsync" || $NF == "fdatasync" { s += $4 } END { print s + 0 }' "$OUT/$1.strace"; }
+metric() { grep -o "[0-9.]* $2" "$OUT/$1.txt" | head -1 | cut -d' ' -f1; }
+rss() { awk -F: '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$OUT/$1.time"; }
+seed=$(calls seed-only)
+fs_med=$(metric fsync 'median-µs/fsync')
+{
+  echo "### Ingest alone: $N handoffs (40% cards, 40% document appends, 10% review, 10% malformed); handoff $(cat "$OUT/handoff.rev")"
+  echo
+  echo "| applier | handoffs/s | ms/handoff | fsyncs/handoff (strace: all) | file fsyncs/handoff (durable) | peak RSS MiB (whole process) |"
+  echo "|---|---|---|---|---|---|"
+  for b in transactional naive; do
+    hs=$(metric "$b" handoffs/s)
+    all=$(( $(calls "$b") - seed ))
+    printf '| %s | %.0f | %.3f | %.2f | %s | %s |\n' "$b" "$hs" "$(awk -v h="$hs" 'BEGIN{print 1000/h}')" \
+      "$(awk -v a="$all" -v n="$N" 'BEGIN{print a/n}')" "$(metric "$b" file-fsyncs/handoff)" "$(rss "$b")"
+  done
+  t=$(metric transactional handoffs/s) nv=$(metric naive handoffs/s)
+  all=$(( $(calls transactional) - seed ))
+  echo
+  echo "transactional / naive throughput: $(awk -v a="$t" -v b="$nv" 'BEGIN{printf "%.1f%%", 100*a/b}')."
+  fn_med=$(metric fsync-new 'median-µs/fsync') fn_file=$(metric fsync-new 'median-µs/durable-file')
+  per=$(awk -v a="$all" -v n="$N" 'BEGIN{printf "%.2f", a/n}')
+  echo "fsync cost here: rewriting 4 KiB of one file + fsync: median ${fs_med} µs (p90 $(metric fsync 'p90-µs/fsync') µs); a new 4 KiB file durably (create, write, fsync, rename, fsync the directory): median ${fn_file} µs, its fsyncs median ${fn_med} µs each."
+  echo "fsync limit at $per fsyncs/handoff: $(awk -v p="$per" -v f="$fn_med" 'BEGIN{printf "%.2f ms/handoff (%.0f handoffs/s)", p*f/1000, 1e6/(p*f)}') at ${fn_med} µs per fsync ($(awk -v p="$per" -v f="$fs_med" 'BEGIN{printf "%.2f ms", p*f/1000}') at ${fs_med} µs); measured $(awk -v h="$t" 'BEGIN{printf "%.2f ms/handoff", 1000/h}'): fsync waits are about $(awk -v p="$per" -v f="$fn_med" -v h="$t" 'BEGIN{printf "%.0f%%", 100*(p*f/1000)/(1000/h)}') of the ingester's time."
+  echo "(seed-only run, subtracted: $seed fsyncs; raw files in $OUT)"
+} | tee "$OUT/table.md"
+cp "$OUT/table.md" "$HERE/results/ingest-latest.md"

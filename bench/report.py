@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""bench/report.py — medians and ratios of medians for one cell (or a grid).
+
+  report.py --csv runs.csv [--floor-rt N --rtt MS --rtt-check TEXT]
+  report.py --grid results/*/runs.csv     # one row per cell and tool
+
+Ratios are of medians: handoff's median over pruned rsync's median, etc.
+Only verified runs count; a tool with an unverified run is flagged.
+"""
+import argparse
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+ORDER = ["handoff", "rsync-plain", "rsync-pruned", "rclone"]
+
+
+def load(paths):
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            rows.extend(csv.DictReader(f))
+    return rows
+
+
+def cell_table(rows):
+    by = defaultdict(list)
+    bad = defaultdict(int)
+    rts = defaultdict(list)
+    rtmax = defaultdict(list)
+    for r in rows:
+        if r["verified"] == "ok":
+            by[r["tool"]].append(float(r["seconds"]))
+        else:
+            bad[r["tool"]] += 1
+        if r.get("rt_per_host_median"):
+            rts[r["tool"]].append(int(r["rt_per_host_median"]))
+            rtmax[r["tool"]].append(int(r["rt_per_host_max"]))
+    med = {t: statistics.median(v) for t, v in by.items() if v}
+    return by, bad, med, rts, rtmax
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return "–"
+    return f"{a / b:.2f}×"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--csv", nargs="+", required=True)
+    ap.add_argument("--floor-rt", type=int)
+    ap.add_argument("--rtt", type=float)
+    ap.add_argument("--rtt-check", default="")
+    ap.add_argument("--grid", action="store_true")
+    a = ap.parse_args()
+    rows = load(a.csv)
+    if a.grid:
+        cells = defaultdict(list)
+        for r in rows:
+            cells[(int(r["k"]), int(r["r"]), int(r["f"]), int(r["rtt_ms"]))].append(r)
+        print("| K | R | F | RTT ms | runs | handoff s | rsync plain s | rsync pruned s | rclone s | handoff / pruned rsync | handoff / rclone | handoff round trips/host |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for key in sorted(cells):
+            by, bad, med, rts, _ = cell_table(cells[key])
+            runs = max((len(v) for v in by.values()), default=0)
+            f = lambda t: (f"{med[t]:.2f}" + (f" ({bad[t]} bad)" if bad[t] else "")) if t in med else ("–" if not bad[t] else f"{bad[t]} bad")
+            rt = str(int(statistics.median(rts["handoff"]))) if rts["handoff"] else "–"
+            print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rclone')} | "
+                  f"{ratio(med.get('handoff'), med.get('rsync-pruned'))} | {ratio(med.get('handoff'), med.get('rclone'))} | {rt} |")
+        return
+    by, bad, med, rts, rtmax = cell_table(rows)
+    cell = rows[0]["cell"] if rows else "?"
+    print(f"### {cell}\n")
+    if a.rtt_check:
+        print(f"{a.rtt_check}\n")
+    print("| tool | runs ok | median s | min s | max s | ratio vs pruned rsync | ratio vs rclone |")
+    print("|---|---|---|---|---|---|---|")
+    for t in ORDER + sorted(set(by) - set(ORDER)):
+        if t not in by and not bad[t]:
+            continue
+        v = by.get(t, [])
+        m = med.get(t)
+        flag = f" ({bad[t]} failed verification)" if bad[t] else ""
+        print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |"
+              if v else f"| {t} | 0{flag} | – | – | – | – | – |")
+    if rts.get("handoff"):
+        rt = statistics.median(rts["handoff"])
+        mx = max(rtmax["handoff"])
+        line = f"\nhandoff round trips per host (counted at the proxy): median {rt:.0f}, max {mx}"
+        if a.floor_rt:
+            line += f"; floor {a.floor_rt} (SFTP session setup + 4 directory levels + read + acknowledge): {rt / a.floor_rt:.1f}× the floor"
+            if a.rtt:
+                line += f"; at {a.rtt:.0f} ms that is {rt * a.rtt / 1000:.1f} s of waiting vs a floor of {a.floor_rt * a.rtt / 1000:.1f} s"
+        print(line)
+    for t, n in bad.items():
+        if n:
+            bad_rows = [r for r in rows if r["tool"] == t and r["verified"] != "ok"]
+            print(f"\n{t}: {n} run(s) failed verification, e.g.: {bad_rows[0]['verified']}", file=sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

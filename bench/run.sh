@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# bench/run.sh — one cell of the network benchmark, side by side.
+#
+#   bench/run.sh -k 8 -r 100 -f 10 -t 100 -n 5 [-T "handoff rsync-plain rsync-pruned rclone"]
+#
+# -k hosts, -r repositories per host, -f handoffs per repository, -t RTT in
+# milliseconds, -n repetitions. Runs bench/setup.sh for the shape first
+# (idempotent), builds bin/handoff and the delaying proxy into
+# $BENCH_DIR/bin, starts one delaying proxy for all hosts (127.0.0.1:22100+K
+# -> 10.77.K.2:22), prints the RTT it measures (TCP connect to first server
+# byte, and `ssh host true`), then for each repetition runs every tool on
+# freshly restored handoffs, rotating the order of the tools each time:
+#
+#   handoff       handoff sync, all hosts, --parallel K (pull, store, fsync, ingest)
+#   rsync-plain   rsync -a --remove-source-files, include '*/' + the two inbox globs, exclude '*'
+#   rsync-pruned  the same with anchored includes that never enter a directory that cannot hold an inbox
+#   rclone        rclone move over SFTP with the anchored include filters
+#
+# one rsync/rclone process per host, all hosts in parallel. After each run it
+# checks that exactly the expected files moved (names and count), and for
+# handoff also that the receipt pulled and applied all of them. Medians,
+# ratios of medians, and handoff's round trips per host (counted at the
+# proxy) beside the floor go to stdout and to bench/results/.
+#
+# PROFILE=1 also keeps handoff's --verbose JSON log of each run.
+set -euo pipefail
+
+K=2 R=10 F=1 RTT=20 N=3
+TOOLS="handoff rsync-plain rsync-pruned rclone"
+while getopts "k:r:f:t:n:T:" o; do
+  case $o in
+    k) K=$OPTARG ;; r) R=$OPTARG ;; f) F=$OPTARG ;; t) RTT=$OPTARG ;; n) N=$OPTARG ;; T) TOOLS=$OPTARG ;;
+    *) sed -n 2,25p "$0" >&2; exit 2 ;;
+  esac
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+MAIN=$(cd "$HERE/.." && pwd)
+export BENCH_DIR=${BENCH_DIR:-/srv/hbench}
+BIN=$BENCH_DIR/bin
+W=$BENCH_DIR/work
+KEYS=$BENCH_DIR/keys
+RESULTS=$HERE/results
+CELL="K${K}-R${R}-F${F}-RTT${RTT}"
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=$RESULTS/$CELL-$STAMP
+mkdir -p "$BIN" "$W" "$RESULTS" "$OUT"
+SSHOPTS="-i $KEYS/id_ed25519 -o UserKnownHostsFile=$KEYS/known_hosts -o StrictHostKeyChecking=yes -o BatchMode=yes -o IdentitiesOnly=yes"
+
+"$HERE/setup.sh" -k "$K" -r "$R" -f "$F" >&2
+
+# handoff is built from a snapshot of a commit (HANDOFF_REV, default HEAD),
+# never from the working tree, which others may be editing mid-run;
+# HANDOFF_REV=worktree builds the working tree as it is.
+"$HERE/build.sh" "$BIN/handoff" >&2
+(cd "$MAIN" && go build -o "$BIN/delayproxy" ./bench/cmd/delayproxy)
+
+# --- the proxy ---------------------------------------------------------------
+STATS=$OUT/proxy-stats.jsonl
+maps=()
+for h in $(seq 1 "$K"); do maps+=(-map "h$h=127.0.0.1:$((22100 + h))=10.77.$h.2:22"); done
+"$BIN/delayproxy" -rtt "${RTT}ms" -stats "$STATS" "${maps[@]}" 2>"$OUT/proxy.log" &
+PROXY=$!
+cleanup() { kill "$PROXY" 2>/dev/null || true; wait "$PROXY" 2>/dev/null || true; }
+trap cleanup EXIT
+for _ in $(seq 50); do
+  if (exec 3<>/dev/tcp/127.0.0.1/$((22100 + K))) 2>/dev/null; then break; fi
+  sleep 0.1
+done
+
+# --- RTT check -------------------------------------------------------------------
+probe=$("$BIN/delayproxy" probe -n 7 127.0.0.1:22101)
+ssh_true=()
+for _ in 1 2 3 4 5; do
+  t0=$(date +%s.%N)
+  ssh -p 22101 $SSHOPTS hbench@127.0.0.1 true
+  t1=$(date +%s.%N)
+  ssh_true+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')")
+done
+ssh_true_med=$(printf '%s\n' "${ssh_true[@]}" | sort -n | sed -n 3p)
+# floor: the round trips of an SFTP session that does nothing (connect, key
+# exchange, auth, channel, subsystem, init), counted at the proxy.
+before=$(wc -l <"$STATS")
+echo bye | sftp -q -b - -P 22101 $SSHOPTS hbench@127.0.0.1 >/dev/null
+sleep 0.2
+sftp_rt=$(tail -n +$((before + 1)) "$STATS" | jq -s 'map(.round_trips) | add')
+# handoff's own session setup: a sync of h1 whose discovery root does not
+# exist (connect, auth, SFTP init, home, one lstat), minus those 2 calls.
+cat >"$W/writers-empty.yaml" <<EOF
+version: 1
+workspace: $W/ws-empty
+hosts:
+  - name: h1
+    transport: ssh
+    ssh: {host: 127.0.0.1, port: 22101, user: hbench, identity_file: $KEYS/id_ed25519, known_hosts: $KEYS/known_hosts}
+    discover: [{root: /nonexistent-bench-root, max_depth: 3}]
+EOF
+rm -rf "$W/ws-empty"; mkdir -p "$W/ws-empty" "$W/home"
+before=$(wc -l <"$STATS")
+t0=$(date +%s.%N)
+env -u SSH_AUTH_SOCK HOME="$W/home" "$BIN/handoff" sync --manifest "$W/writers-empty.yaml" --quiet || true
+t1=$(date +%s.%N)
+empty_secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
+sleep 0.2
+setup_rt=$(( $(tail -n +$((before + 1)) "$STATS" | jq -s 'map(.round_trips) | add') - 2 ))
+echo "handoff $(cat "$BIN/handoff.rev"); rtt-check: requested ${RTT} ms; TCP connect to first server byte: $probe (2 RTT on a real link); ssh host true: median ${ssh_true_med} s (${ssh_true[*]}); OpenSSH empty SFTP session: $sftp_rt round trips; handoff session setup: $setup_rt round trips (an empty handoff sync of one host: ${empty_secs} s)" | tee "$OUT/rtt.txt" >&2
+
+# --- the tools ---------------------------------------------------------------------
+cat >"$W/writers.yaml" <<EOF
+version: 1
+workspace: $W/ws
+defaults: {harnesses: [.claude, .codex], max_depth: 3, timeout: 3h}
+hosts:
+EOF
+for h in $(seq 1 "$K"); do
+  cat >>"$W/writers.yaml" <<EOF
+  - name: h$h
+    transport: ssh
+    ssh: {host: 127.0.0.1, port: $((22100 + h)), user: hbench, identity_file: $KEYS/id_ed25519, known_hosts: $KEYS/known_hosts}
+    discover: [{root: $BENCH_DIR/hosts/h$h/code, max_depth: 3}]
+EOF
+done
+: >"$W/rclone.conf"
+for h in $(seq 1 "$K"); do
+  cat >>"$W/rclone.conf" <<EOF
+[h$h]
+type = sftp
+host = 127.0.0.1
+port = $((22100 + h))
+user = hbench
+key_file = $KEYS/id_ed25519
+known_hosts_file = $KEYS/known_hosts
+
+EOF
+done
+mkdir -p "$W/home"
+
+DEST=$W/dest
+run_tool() { # tool rep -> prints seconds
+  local tool=$1 rep=$2 h port
+  local pids=()
+  case $tool in
+    handoff)
+      local extra=()
+      [ "${PROFILE:-0}" = 1 ] && extra=(--verbose --log-format json)
+      env -u SSH_AUTH_SOCK HOME="$W/home" "$BIN/handoff" "${extra[@]}" sync --manifest "$W/writers.yaml" \
+        --workspace "$W/ws" --parallel "$K" --json >"$OUT/receipt-$rep.json" 2>"$OUT/handoff-$rep.log" || {
+        echo "handoff sync exited $? (see $OUT/handoff-$rep.log)" >&2; return 1; }
+      ;;
+    rsync-plain | rsync-pruned)
+      local filt
+      if [ "$tool" = rsync-plain ]; then
+        filt=(--include='*/' --include='.claude/memory-handoffs/*.md' --include='.codex/memory-handoffs/*.md' --exclude='*')
+      else
+        filt=(--include='/*/' --include='/*/*/' --include='/*/*/.claude/' --include='/*/*/.codex/'
+          --include='/*/*/.claude/memory-handoffs/' --include='/*/*/.codex/memory-handoffs/'
+          --include='/*/*/.claude/memory-handoffs/*.md' --include='/*/*/.codex/memory-handoffs/*.md' --exclude='*')
+      fi
+      for h in $(seq 1 "$K"); do
+        port=$((22100 + h))
+        mkdir -p "$DEST/$tool/h$h"
+        rsync -a -m --remove-source-files "${filt[@]}" -e "ssh -p $port $SSHOPTS" \
+          "hbench@127.0.0.1:$BENCH_DIR/hosts/h$h/code/" "$DEST/$tool/h$h/" 2>>"$OUT/$tool-$rep.log" &
+        pids+=($!)
+      done
+      ;;
+    rclone)
+      for h in $(seq 1 "$K"); do
+        rclone --config "$W/rclone.conf" move "h$h:$BENCH_DIR/hosts/h$h/code" "$DEST/rclone/h$h" \
+          --include '/*/*/.claude/memory-handoffs/*.md' --include '/*/*/.codex/memory-handoffs/*.md' \
+          2>>"$OUT/rclone-$rep.log" &
+        pids+=($!)
+      done
+      ;;
+  esac
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  return $rc
+}
+
+# verify TOOL REP: exactly the expected files moved; prints "ok" or a reason.
+verify() {
+  local tool=$1 rep=$2 h got want left
+  for h in $(seq 1 "$K"); do
+    local HD=$BENCH_DIR/hosts/h$h
+    want=$HD/expected.txt
+    left=$(find "$HD"/code/g*/repo*/.claude/memory-handoffs "$HD"/code/g*/repo*/.codex/memory-handoffs -maxdepth 1 -name '*.md' | wc -l)
+    if [ "$left" != 0 ]; then echo "h$h: $left handoff(s) left in the inboxes"; return; fi
+    if [ "$tool" = handoff ]; then
+      got=$(cd "$HD" && find code -path '*/memory-handoffs/processed/*.md' | sed -E 's#/processed/#/#; s#\.[0-9a-f]{12}\.md$#.md#' | sort)
+    else
+      got=$(cd "$DEST/$tool/h$h" && find . -type f | sed 's#^\./#code/#' | sort)
+    fi
+    if [ "$got" != "$(cat "$want")" ]; then
+      echo "h$h: moved $(printf '%s' "$got" | grep -c . || true) file(s), expected $(wc -l <"$want"); names differ"
+      return
+    fi
+  done
+  if [ "$tool" = handoff ]; then
+    local total applied
+    total=$((K * R * F))
+    applied=$(jq '.counts.pulled == '"$total"' and (.counts.promoted + .counts.routed) == '"$total"' and .outcome == "ok"' "$OUT/receipt-$rep.json")
+    if [ "$applied" != true ]; then echo "receipt: $(jq -c '{outcome, counts}' "$OUT/receipt-$rep.json")"; return; fi
+  fi
+  echo ok
+}
+
+CSV=$OUT/runs.csv
+echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median" >"$CSV"
+read -r -a tools <<<"$TOOLS"
+nt=${#tools[@]}
+for rep in $(seq 1 "$N"); do
+  for j in $(seq 0 $((nt - 1))); do
+    tool=${tools[$(( (j + rep - 1) % nt ))]}
+    # fresh handoffs, empty workspace and destinations
+    "$HERE/restore.sh" -k "$K"
+    rm -rf "$W/ws" "$DEST"
+    mkdir -p "$W/ws" "$DEST"
+    sync
+    before=$(wc -l <"$STATS")
+    t0=$(date +%s.%N)
+    ok=1
+    run_tool "$tool" "$rep" || ok=0
+    t1=$(date +%s.%N)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
+    sleep 0.3 # let the proxy log the closed connections
+    rtmed="" rtmax="" bmed=""
+    if [ "$tool" = handoff ]; then
+      read -r rtmed rtmax bmed < <(tail -n +$((before + 1)) "$STATS" | jq -rs '
+        group_by(.host) | map({rt: (map(.round_trips) | add), b: (map(.bytes_c2s + .bytes_s2c) | add)})
+        | (map(.rt) | sort) as $r | (map(.b) | sort) as $b
+        | "\($r[(length/2|floor)]) \($r[-1]) \($b[(length/2|floor)])"')
+    fi
+    v=$(verify "$tool" "$rep")
+    [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
+    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" >>"$CSV"
+    printf 'run %s/%s %-13s %8.2f s  %s%s\n' "$rep" "$N" "$tool" "$secs" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" >&2
+  done
+done
+
+# floor for one host's pull: SFTP setup + one round trip per directory level
+# (max_depth 3: levels 0..3) + read + acknowledge.
+floor_rt=$((setup_rt + 4 + 1 + 1))
+python3 "$HERE/report.py" --csv "$CSV" --floor-rt "$floor_rt" --rtt "$RTT" \
+  --rtt-check "$(cat "$OUT/rtt.txt")" | tee "$OUT/table.md"
+cp "$OUT/table.md" "$RESULTS/$CELL-latest.md"
+echo "results: $OUT" >&2
