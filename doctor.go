@@ -506,16 +506,9 @@ func doctorTimer(ctx context.Context) Check {
 // returns their checks in manifest order.
 func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts DoctorOptions) [][]Check {
 	out := make([][]Check, len(hosts))
-	sem := make(chan struct{}, opts.Parallel)
-	var wg sync.WaitGroup
-	for i, h := range hosts {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i] = doctorHost(ctx, h, opts)
-		})
-	}
-	wg.Wait()
+	forEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+		out[i] = doctorHost(ctx, h, opts)
+	})
 	return out
 }
 

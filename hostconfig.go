@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"log/slog"
+	"sync"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/manifest"
@@ -18,4 +19,19 @@ func claimConfig(h manifest.HostConfig, log *slog.Logger) claim.Config {
 		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
 	}
 	return cfg
+}
+
+// forEachHost runs fn for every host, at most parallel at once, and waits.
+// fn gets the host's index, so results can land in manifest order.
+func forEachHost(hosts []manifest.HostConfig, parallel int, fn func(i int, h manifest.HostConfig)) {
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			fn(i, h)
+		})
+	}
+	wg.Wait()
 }

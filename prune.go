@@ -10,7 +10,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
@@ -110,18 +109,9 @@ func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 
 	r := &PruneReport{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]HostPrune, len(hosts))}
 	log.Info("prune started", "workspace", wsDir, "cutoff", r.Cutoff, "dry_run", opts.DryRun, "hosts", len(hosts))
-	sem := make(chan struct{}, opts.Parallel)
-	var wg sync.WaitGroup
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, log)
-		}()
-	}
-	wg.Wait()
+	forEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+		r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, log)
+	})
 
 	var selected []string
 	if len(opts.Hosts) > 0 {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -271,18 +270,9 @@ func selectHosts(m *manifest.Manifest, names []string) ([]manifest.HostConfig, e
 // under its own deadline. Reports come back in manifest order.
 func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) []claim.HostReport {
 	out := make([]claim.HostReport, len(hosts))
-	sem := make(chan struct{}, opts.Parallel)
-	var wg sync.WaitGroup
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i] = pullHost(ctx, h, opts, st, runID, log)
-		}()
-	}
-	wg.Wait()
+	forEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+		out[i] = pullHost(ctx, h, opts, st, runID, log)
+	})
 	return out
 }
 
