@@ -60,11 +60,12 @@ def main():
         cells = defaultdict(list)
         for r in rows:
             cells[(int(r["k"]), int(r["r"]), int(r["f"]), int(r["rtt_ms"]))].append(r)
-        print("| K | R | F | RTT ms | runs | handoff s | rsync plain s | rsync pruned s | rclone s | handoff / pruned rsync | handoff / rclone | handoff round trips/host |")
+        print("| K | R | F | RTT ms | runs (handoff / others) | handoff s | rsync plain s | rsync pruned s | rclone s | handoff / pruned rsync | handoff / rclone | handoff round trips/host |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for key in sorted(cells):
             by, bad, med, rts, _ = cell_table(cells[key])
-            runs = max((len(v) for v in by.values()), default=0)
+            others = max((len(v) for t, v in by.items() if t != "handoff"), default=0)
+            runs = f"{len(by.get('handoff', []))} / {others}"
             f = lambda t: (f"{med[t]:.2f}" + (f" ({bad[t]} bad)" if bad[t] else "")) if t in med else ("–" if not bad[t] else f"{bad[t]} bad")
             rt = str(int(statistics.median(rts["handoff"]))) if rts["handoff"] else "–"
             print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rclone')} | "

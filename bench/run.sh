@@ -22,7 +22,9 @@
 # ratios of medians, and handoff's round trips per host (counted at the
 # proxy) beside the floor go to stdout and to bench/results/.
 #
-# PROFILE=1 also keeps handoff's --verbose JSON log of each run.
+# PROFILE=1 also keeps handoff's --verbose JSON log of each run and writes
+# its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
+# per host, ingest) to phases-N.md.
 set -euo pipefail
 
 K=2 R=10 F=1 RTT=20 N=3
@@ -229,6 +231,9 @@ for rep in $(seq 1 "$N"); do
         group_by(.host) | map({rt: (map(.round_trips) | add), b: (map(.bytes_c2s + .bytes_s2c) | add)})
         | (map(.rt) | sort) as $r | (map(.b) | sort) as $b
         | "\($r[(length/2|floor)]) \($r[-1]) \($b[(length/2|floor)])"')
+    fi
+    if [ "$tool" = handoff ] && [ "${PROFILE:-0}" = 1 ]; then
+      python3 "$HERE/phases.py" "$OUT/handoff-$rep.log" >"$OUT/phases-$rep.md" 2>&1 || true
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
