@@ -42,6 +42,7 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 	if err != nil {
 		return nil, fmt.Errorf("home directory: %w", err)
 	}
+	l := newLister(fsys)
 	seen := map[string]bool{}
 	var out []*Inbox
 	add := func(in *Inbox) {
@@ -51,15 +52,20 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 		seen[in.Path] = true
 		out = append(out, in)
 	}
-	for _, p := range cfg.Inboxes {
-		in, err := declaredInbox(ctx, fsys, expand(p, home))
-		if err != nil {
-			return nil, err
-		}
+	declared := make([]*Inbox, len(cfg.Inboxes))
+	err = inParallel(ctx, len(cfg.Inboxes), walkParallel, func(ctx context.Context, i int) error {
+		var err error
+		declared[i], err = declaredInbox(ctx, fsys, expand(cfg.Inboxes[i], home))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range declared {
 		add(in)
 	}
 	for _, r := range cfg.Roots {
-		found, err := walk(ctx, fsys, expand(r.Path, home), r.MaxDepth, cfg.Harnesses)
+		found, err := l.walk(ctx, expand(r.Path, home), r.MaxDepth, cfg.Harnesses)
 		if err != nil {
 			return nil, err
 		}
@@ -67,22 +73,10 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 			add(in)
 		}
 	}
-	// List every usable inbox; one git index read per repository.
-	indexes := map[string]trackedResult{}
-	for _, in := range out {
-		if in.State != StateOK {
-			continue
-		}
-		if err := list(ctx, fsys, in, indexes); err != nil {
-			return nil, err
-		}
+	if err := l.listAll(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
-}
-
-type trackedResult struct {
-	set trackedSet
-	err error
 }
 
 func expand(p, home string) string {
@@ -128,7 +122,10 @@ func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, er
 }
 
 // walk looks for repositories under root, breadth first, level by level.
-func walk(ctx context.Context, fsys transport.FS, root string, maxDepth int, harnesses []string) ([]*Inbox, error) {
+// The directories of one level are listed concurrently; what is found is
+// handled in name order, so the result does not depend on timing.
+func (l *lister) walk(ctx context.Context, root string, maxDepth int, harnesses []string) ([]*Inbox, error) {
+	fsys := l.fsys
 	fi, err := fsys.Lstat(ctx, root)
 	if errors.Is(err, transport.ErrNotExist) {
 		return nil, nil
@@ -143,22 +140,40 @@ func walk(ctx context.Context, fsys transport.FS, root string, maxDepth int, har
 	for _, h := range harnesses {
 		isHarness[h] = true
 	}
+	tooMany := func() error {
+		return fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(root), MaxWalkDirs, maxDepth)
+	}
+	type harnessAt struct {
+		repo string
+		fi   transport.FileInfo
+	}
 	var out []*Inbox
 	level := []string{root}
 	visited := 0
 	for depth := 0; depth <= maxDepth && len(level) > 0; depth++ {
-		var next []string
-		for _, dir := range level {
-			if visited++; visited > MaxWalkDirs {
-				return nil, fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(root), MaxWalkDirs, maxDepth)
-			}
-			ents, err := fsys.ReadDir(ctx, dir, 0)
+		if visited += len(level); visited > MaxWalkDirs {
+			return nil, tooMany()
+		}
+		listed := make([][]transport.FileInfo, len(level))
+		err := inParallel(ctx, len(level), walkParallel, func(ctx context.Context, i int) error {
+			ents, err := l.readDir(ctx, level[i])
 			if err != nil {
 				if errors.Is(err, transport.ErrNotExist) || ctx.Err() == nil && isPermission(err) {
-					continue // vanished or unreadable: nothing to find there
+					return nil // vanished or unreadable: nothing to find there
 				}
-				return nil, fmt.Errorf("list %s: %w", dir, err)
+				return fmt.Errorf("list %s: %w", level[i], err)
 			}
+			listed[i] = ents
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		var next []string
+		var found []harnessAt
+		for i, dir := range level {
+			ents := listed[i]
+			listed[i] = nil
 			sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 			if hasEntry(ents, OptOutMarker) {
 				continue
@@ -168,18 +183,29 @@ func walk(ctx context.Context, fsys transport.FS, root string, maxDepth int, har
 					continue // a name no real directory has
 				}
 				if isHarness[e.Name] {
-					if in := harnessInbox(ctx, fsys, dir, e); in != nil {
-						out = append(out, in)
-					}
+					found = append(found, harnessAt{dir, e})
 					continue
 				}
 				if strings.HasPrefix(e.Name, ".") || !e.IsDir() || depth == maxDepth {
 					continue
 				}
 				if visited+len(next) >= MaxWalkDirs {
-					return nil, fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(root), MaxWalkDirs, maxDepth)
+					return nil, tooMany()
 				}
 				next = append(next, path.Join(dir, e.Name))
+			}
+		}
+		inboxes := make([]*Inbox, len(found))
+		err = inParallel(ctx, len(found), walkParallel, func(ctx context.Context, i int) error {
+			inboxes[i] = harnessInbox(ctx, fsys, found[i].repo, found[i].fi)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range inboxes {
+			if in != nil {
+				out = append(out, in)
 			}
 		}
 		level = next
@@ -221,20 +247,86 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 	return in
 }
 
-// list fills an inbox's candidates: plain *.md regular-looking entries that
-// the repository's git index does not track.
-func list(ctx context.Context, fsys transport.FS, in *Inbox, indexes map[string]trackedResult) error {
-	ents, err := fsys.ReadDir(ctx, in.Path, 0)
+// listAll fills the candidates of every usable inbox. Inboxes are listed
+// concurrently, and each repository's git index is read once, concurrently
+// with the others, only when one of its inboxes holds a candidate.
+func (l *lister) listAll(ctx context.Context, inboxes []*Inbox) error {
+	var usable []*Inbox
+	for _, in := range inboxes {
+		if in.State == StateOK {
+			usable = append(usable, in)
+		}
+	}
+	listed := make([][]transport.FileInfo, len(usable))
+	err := inParallel(ctx, len(usable), walkParallel, func(ctx context.Context, i int) error {
+		var err error
+		listed[i], err = listInbox(ctx, l, usable[i])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var repos []string
+	indexes := map[string]*trackedResult{}
+	for i, in := range usable {
+		if len(listed[i]) > 0 && indexes[in.Repo] == nil {
+			indexes[in.Repo] = &trackedResult{}
+			repos = append(repos, in.Repo)
+		}
+	}
+	err = inParallel(ctx, len(repos), walkParallel, func(ctx context.Context, i int) error {
+		tr := indexes[repos[i]]
+		tr.set, tr.err = readTracked(ctx, l.fsys, repos[i], l.indexBytes)
+		if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
+			return tr.err // the transport broke
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, in := range usable {
+		cands := listed[i]
+		if len(cands) == 0 {
+			continue
+		}
+		tr := indexes[in.Repo]
+		if tr.err != nil {
+			in.State, in.Err = StateGitUnreadable, tr.err
+			continue
+		}
+		rel := strings.TrimPrefix(in.Path, in.Repo+"/")
+		for _, c := range cands {
+			if tr.set[rel+"/"+c.Name] {
+				in.Tracked++
+				continue
+			}
+			in.Candidates = append(in.Candidates, c)
+		}
+	}
+	return nil
+}
+
+type trackedResult struct {
+	set trackedSet
+	err error
+}
+
+// listInbox lists one inbox and returns its plain *.md entries in name
+// order, noting the names it ignores. An inbox that cannot be listed gets
+// state "error"; only a broken transport is returned as an error.
+func listInbox(ctx context.Context, l *lister, in *Inbox) ([]transport.FileInfo, error) {
+	ents, err := l.readDir(ctx, in.Path)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
-			return err
+			return nil, err
 		}
 		in.State, in.Err = StateError, fmt.Errorf("list %s: %w", in.Path, err)
-		return nil
+		return nil, nil
 	}
 	if hasEntry(ents, OptOutMarker) {
 		in.State = StateOptedOut
-		return nil
+		return nil, nil
 	}
 	var cands []transport.FileInfo
 	for _, e := range ents {
@@ -250,30 +342,7 @@ func list(ctx context.Context, fsys transport.FS, in *Inbox, indexes map[string]
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })
-	if len(cands) == 0 {
-		return nil
-	}
-	tr, ok := indexes[in.Repo]
-	if !ok {
-		tr.set, tr.err = readTracked(ctx, fsys, in.Repo)
-		if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
-			return tr.err // the transport broke
-		}
-		indexes[in.Repo] = tr
-	}
-	if tr.err != nil {
-		in.State, in.Err = StateGitUnreadable, tr.err
-		return nil
-	}
-	rel := strings.TrimPrefix(in.Path, in.Repo+"/")
-	for _, c := range cands {
-		if tr.set[rel+"/"+c.Name] {
-			in.Tracked++
-			continue
-		}
-		in.Candidates = append(in.Candidates, c)
-	}
-	return nil
+	return cands, nil
 }
 
 func isPermission(err error) bool { return errors.Is(err, fs.ErrPermission) }

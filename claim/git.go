@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -30,7 +31,10 @@ type trackedSet map[string]bool
 // which only grant SFTP work. It follows a ".git" file (worktrees,
 // submodules) to its gitdir. Only paths directly inside a memory-handoffs
 // directory are kept.
-func readTracked(ctx context.Context, fsys transport.FS, repo string) (trackedSet, error) {
+//
+// budget bounds the index bytes held by concurrent calls: the index is
+// lstat'ed first and read only once its size is granted.
+func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *semaphore.Weighted) (trackedSet, error) {
 	dotgit := path.Join(repo, ".git")
 	fi, err := fsys.Lstat(ctx, dotgit)
 	if errors.Is(err, transport.ErrNotExist) {
@@ -61,7 +65,7 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string) (trackedSe
 		return nil, fmt.Errorf("%w: %s is neither a directory nor a gitdir file", errGitUnreadable, dotgit)
 	}
 	idxPath := path.Join(gitdir, "index")
-	data, _, err := fsys.ReadFile(ctx, idxPath, maxGitIndex)
+	data, err := readIndex(ctx, fsys, idxPath, budget)
 	if errors.Is(err, transport.ErrNotExist) {
 		if gitdir != dotgit {
 			// A worktree whose main repository is not there: what it
@@ -79,7 +83,9 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string) (trackedSe
 		return nil, fmt.Errorf("%w: read %s: %v", errGitUnreadable, idxPath, err)
 	}
 	var idx index.Index
-	if err := index.NewDecoder(bytes.NewReader(data)).Decode(&idx); err != nil {
+	err = index.NewDecoder(bytes.NewReader(data)).Decode(&idx)
+	budget.Release(int64(len(data)))
+	if err != nil {
 		return nil, fmt.Errorf("%w: decode %s: %v", errGitUnreadable, idxPath, err)
 	}
 	set := trackedSet{}
@@ -89,4 +95,36 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string) (trackedSe
 		}
 	}
 	return set, nil
+}
+
+// readIndex reads a git index once budget grants its size; on success the
+// caller releases len(data) from budget when done with the data. An index
+// that grows between its lstat and its read (git is writing it) is tried
+// once more.
+func readIndex(ctx context.Context, fsys transport.FS, name string, budget *semaphore.Weighted) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		fi, err := fsys.Lstat(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if fi.Size > maxGitIndex {
+			return nil, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, fi.Size, maxGitIndex)
+		}
+		size := fi.Size
+		if !fi.IsRegular() || size < 0 {
+			size = 0 // ReadFile says what is wrong without reading anything
+		}
+		if err := budget.Acquire(ctx, size+1); err != nil {
+			return nil, err
+		}
+		data, _, err := fsys.ReadFile(ctx, name, size)
+		if err == nil {
+			budget.Release(size + 1 - int64(len(data)))
+			return data, nil
+		}
+		budget.Release(size + 1)
+		if !(errors.Is(err, transport.ErrTooLarge) || errors.Is(err, transport.ErrChanged)) || attempt == 1 || size != fi.Size {
+			return nil, err
+		}
+	}
 }

@@ -1,16 +1,22 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/transport"
@@ -22,11 +28,17 @@ const (
 	MalformedDir = "malformed"
 )
 
-// Batch bounds: a pull stores and acknowledges files in groups so that one
-// directory fsync and one ledger commit cover many handoffs, while memory
-// stays bounded.
+// Pipeline bounds for one host's pull. Files are read, stored and archived
+// concurrently; these bound what is held at once.
 const (
-	batchFiles = 64
+	// maxInflightFiles bounds the files being read, waiting to be stored
+	// or being archived at once (and so the requests in flight).
+	maxInflightFiles = 128
+	// maxInflightBytes bounds their listed sizes together; a file is read
+	// with its listed size as the limit, so this bounds their data too.
+	maxInflightBytes = 32 << 20
+	// A batch is stored with one directory fsync and one ledger commit.
+	batchFiles = 256
 	batchBytes = 16 << 20
 )
 
@@ -63,14 +75,19 @@ type puller struct {
 	runID  string
 	parses func([]byte) bool
 	log    *slog.Logger
-	report HostReport
 
-	deferred map[string]int // deferrals by reason in the current inbox
+	mu          sync.Mutex // guards what follows; the pipeline's goroutines share it
+	report      HostReport
+	deferred    map[string]map[string]int // inbox -> reason -> deferrals
+	archiveErrs []error
+	dirs        map[string]bool // archive directories known to exist
+	scanned     atomic.Int64    // inboxes whose candidates have all been started
 }
 
 type claimed struct {
-	src  Source
-	data []byte
+	src    Source
+	data   []byte
+	weight int64 // bytes of the in-flight budget this file holds
 }
 
 func (p *puller) run(ctx context.Context) error {
@@ -78,14 +95,10 @@ func (p *puller) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var archiveErrs []error
-	progress := func(scanned int) {
-		if p.cfg.Progress != nil {
-			p.cfg.Progress(scanned, p.report.Stored)
-		}
-	}
-	for i, in := range inboxes {
-		progress(i)
+	p.deferred = map[string]map[string]int{}
+	p.dirs = map[string]bool{}
+	var work []*Inbox
+	for _, in := range inboxes {
 		ir := InboxReport{Path: in.Path, State: in.State, Tracked: in.Tracked, Ignored: in.Ignored, IgnoredCount: in.IgnoredN, Pending: len(in.Candidates)}
 		if in.Err != nil {
 			ir.Error = in.Err.Error()
@@ -98,49 +111,222 @@ func (p *puller) run(ctx context.Context) error {
 			p.log.Info("inbox skipped", "host", p.cfg.Host, "inbox", in.Path, "state", in.State)
 			continue
 		}
-		if !p.cfg.DryRun {
-			if err := p.confirmArchived(ctx, in); err != nil {
-				return err
-			}
-		}
-		p.deferred = map[string]int{}
-		var batch []claimed
-		size := 0
-		flush := func() error {
-			errs, err := p.store(ctx, in.Path, batch)
-			archiveErrs = append(archiveErrs, errs...)
-			batch, size = batch[:0], 0
-			progress(i)
+		work = append(work, in)
+	}
+	p.scanned.Store(int64(len(inboxes) - len(work))) // the skipped ones
+	p.progress()
+	if !p.cfg.DryRun {
+		if err := p.confirmArchived(ctx, work); err != nil {
 			return err
 		}
-		for _, c := range in.Candidates {
-			cl, err := p.claim(ctx, in.Path, c)
-			if err != nil {
-				return err
+	}
+	err = p.pipeline(ctx, work)
+	for _, in := range work {
+		if d := p.deferred[in.Path]; d[ReasonTooYoung]+d[ReasonChanging] > 0 {
+			p.log.Info("deferred to a later run", "host", p.cfg.Host, "inbox", in.Path, "too_young", d[ReasonTooYoung], "changing", d[ReasonChanging])
+		}
+	}
+	p.scanned.Store(int64(len(inboxes)))
+	p.progress()
+	p.sortItems()
+	if err != nil {
+		return err
+	}
+	if len(p.archiveErrs) > 0 {
+		return fmt.Errorf("%d file(s) stored but not archived (the next run retries): %w", len(p.archiveErrs), p.archiveErrs[0])
+	}
+	return nil
+}
+
+// sortItems puts the report's items in discovery order (inbox, then name),
+// whatever order the concurrent claims finished in.
+func (p *puller) sortItems() {
+	order := make(map[string]int, len(p.report.Inboxes))
+	for i, in := range p.report.Inboxes {
+		order[in.Path] = i
+	}
+	slices.SortStableFunc(p.report.Items, func(a, b Item) int {
+		if c := cmp.Compare(order[a.Inbox], order[b.Inbox]); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+// progress tells cfg.Progress how far the pull is.
+func (p *puller) progress() {
+	if p.cfg.Progress == nil {
+		return
+	}
+	p.mu.Lock()
+	stored := p.report.Stored
+	p.mu.Unlock()
+	p.cfg.Progress(int(p.scanned.Load()), stored)
+}
+
+// pipeline claims, stores and archives the candidates of the inboxes with
+// many requests in flight. Candidates are read concurrently (bounded by
+// maxInflightFiles and maxInflightBytes); the stage that stores them takes
+// them in discovery order, so that what is recorded, and later applied, does
+// not depend on timing, and stores whatever has arrived in one batch (one
+// directory fsync, one ledger commit) while the reads go on; each stored
+// batch is then archived on the host, its renames concurrent, and recorded
+// as archived. A file is renamed only after the batch holding it is stored.
+//
+// The first transport or storage failure cancels everything in flight; what
+// was stored and not yet archived is finished by the next run.
+func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
+	total := 0
+	for _, in := range inboxes {
+		total += len(in.Candidates)
+	}
+	if total == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err })
+		cancel(err)
+	}
+	files := semaphore.NewWeighted(maxInflightFiles)
+	budget := semaphore.NewWeighted(maxInflightBytes)
+	release := func(weight int64) {
+		budget.Release(weight)
+		files.Release(1)
+	}
+	type result struct {
+		seq int
+		c   *claimed // nil: nothing to store
+	}
+	results := make(chan result, maxInflightFiles)
+	var work sync.WaitGroup // reads and archive batches in flight
+	fed := make(chan struct{})
+
+	// Feed: start a read for each candidate in order, as the bounds allow.
+	go func() {
+		defer close(fed)
+		seq := 0
+		for _, in := range inboxes {
+			for _, fi := range in.Candidates {
+				weight := min(max(fi.Size, 0), p.cfg.MaxFileSize, maxInflightBytes-1) + 1
+				if files.Acquire(ctx, 1) != nil {
+					return
+				}
+				if budget.Acquire(ctx, weight) != nil {
+					files.Release(1)
+					return
+				}
+				work.Add(1)
+				go func(seq int, inbox string, fi transport.FileInfo) {
+					defer work.Done()
+					c, err := p.claim(ctx, inbox, fi)
+					if err != nil {
+						fail(err)
+					}
+					if c == nil {
+						release(weight)
+					} else {
+						c.weight = weight
+					}
+					select {
+					case results <- result{seq, c}:
+					case <-ctx.Done():
+						if c != nil {
+							release(weight)
+						}
+					}
+				}(seq, in.Path, fi)
+				seq++
 			}
-			if cl == nil {
+			p.scanned.Add(1)
+			p.progress()
+		}
+	}()
+
+	// Store, in discovery order, whatever has arrived; hand each stored
+	// batch to the archivers.
+	pending := map[int]*claimed{}
+	next := 0
+	var batch []claimed
+	var size int64
+	flush := func() bool {
+		if len(batch) == 0 {
+			return true
+		}
+		b := batch
+		batch, size = nil, 0
+		if err := p.store(ctx, b); err != nil {
+			for _, c := range b {
+				release(c.weight)
+			}
+			fail(err)
+			return false
+		}
+		p.progress()
+		if p.cfg.DryRun {
+			for _, c := range b {
+				release(c.weight)
+			}
+			return true
+		}
+		work.Add(1)
+		go func() {
+			defer work.Done()
+			p.archiveBatch(ctx, b, release, fail)
+		}()
+		return true
+	}
+	add := func(r result) { pending[r.seq] = r.c }
+loop:
+	for next < total {
+		select {
+		case r := <-results:
+			add(r)
+		case <-ctx.Done():
+			break loop
+		}
+	drain:
+		for {
+			select {
+			case r := <-results:
+				add(r)
+			default:
+				break drain
+			}
+		}
+		for {
+			c, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			if c == nil {
 				continue
 			}
-			batch = append(batch, *cl)
-			size += len(cl.data)
+			batch = append(batch, *c)
+			size += int64(len(c.data))
 			if len(batch) >= batchFiles || size >= batchBytes {
-				if err := flush(); err != nil {
-					return err
+				if !flush() {
+					break loop
 				}
 			}
 		}
-		if err := flush(); err != nil {
-			return err
-		}
-		if n := p.deferred[ReasonTooYoung] + p.deferred[ReasonChanging]; n > 0 {
-			p.log.Info("deferred to a later run", "host", p.cfg.Host, "inbox", in.Path, "too_young", p.deferred[ReasonTooYoung], "changing", p.deferred[ReasonChanging])
+		if !flush() {
+			break loop
 		}
 	}
-	progress(len(inboxes))
-	if len(archiveErrs) > 0 {
-		return fmt.Errorf("%d file(s) stored but not archived (the next run retries): %w", len(archiveErrs), archiveErrs[0])
+	<-fed
+	work.Wait()
+	if firstErr != nil {
+		return firstErr
 	}
-	return nil
+	return ctx.Err()
 }
 
 // claim checks one listed entry and reads it. It returns nil when the entry
@@ -160,7 +346,9 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 		p.deferItem(inbox, fi, ReasonTooYoung)
 		return nil, nil
 	}
-	data, after, err := p.fsys.ReadFile(ctx, name, p.cfg.MaxFileSize)
+	// The listed size is the limit: a file that grew since it was listed is
+	// changing, and the in-flight budget holds.
+	data, after, err := p.fsys.ReadFile(ctx, name, fi.Size)
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
 		p.log.Info("handoff vanished before it could be read", "host", p.cfg.Host, "name", Quote(name))
@@ -190,34 +378,46 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 // confirmArchived settles sources whose archive an earlier run did not see
 // confirmed: if the source is gone from the inbox and its archive name holds
 // the stored bytes, the rename happened and is recorded now. A source still
-// in the inbox is claimed again as usual and acknowledged then.
-func (p *puller) confirmArchived(ctx context.Context, in *Inbox) error {
-	srcs, err := p.rec.Unarchived(ctx, p.cfg.Host, in.Path)
-	if err != nil || len(srcs) == 0 {
+// in the inbox is claimed again as usual and acknowledged then. The archives
+// are read back concurrently.
+func (p *puller) confirmArchived(ctx context.Context, inboxes []*Inbox) error {
+	var check []Source
+	for _, in := range inboxes {
+		srcs, err := p.rec.Unarchived(ctx, p.cfg.Host, in.Path)
+		if err != nil {
+			return err
+		}
+		present := map[string]bool{}
+		for _, c := range in.Candidates {
+			present[c.Name] = true
+		}
+		for _, s := range srcs {
+			if !present[s.Name] && s.ArchivedAs != "" {
+				check = append(check, s)
+			}
+		}
+	}
+	same := make([]bool, len(check))
+	err := inParallel(ctx, len(check), walkParallel, func(ctx context.Context, i int) error {
+		s := check[i]
+		ok, err := sameContent(ctx, p.fsys, path.Join(s.Inbox, s.ArchivedAs), s.SHA256, s.Size)
+		if err != nil && !errors.Is(err, transport.ErrNotExist) && (ctx.Err() != nil || errors.Is(err, transport.ErrBroken)) {
+			return err
+		}
+		same[i] = ok && err == nil
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	present := map[string]bool{}
-	for _, c := range in.Candidates {
-		present[c.Name] = true
-	}
 	var done []Source
-	for _, s := range srcs {
-		if present[s.Name] || s.ArchivedAs == "" {
-			continue
-		}
-		same, err := sameContent(ctx, p.fsys, path.Join(in.Path, s.ArchivedAs), s.SHA256, s.Size)
-		if err != nil && !errors.Is(err, transport.ErrNotExist) {
-			if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
-				return err
-			}
-			continue
-		}
-		if same {
+	for i, s := range check {
+		if same[i] {
 			done = append(done, s)
 		}
 	}
 	if len(done) > 0 {
-		p.log.Info("confirmed archives an earlier run could not", "host", p.cfg.Host, "inbox", in.Path, "count", len(done))
+		p.log.Info("confirmed archives an earlier run could not", "host", p.cfg.Host, "count", len(done))
 		return p.rec.MarkArchived(ctx, done)
 	}
 	return nil
@@ -242,13 +442,9 @@ func fitName(stem, suffix string) string {
 	return stem + suffix
 }
 
-// store makes a batch durable, records it, then archives each source. It
-// returns the per-file archive failures (the files stay in the inbox and are
-// retried) and an error only when storing failed.
-func (p *puller) store(ctx context.Context, inbox string, batch []claimed) ([]error, error) {
-	if len(batch) == 0 {
-		return nil, nil
-	}
+// store makes a batch durable in the spool and records its sources. Only
+// then may any of them be archived.
+func (p *puller) store(ctx context.Context, batch []claimed) error {
 	srcs := make([]Source, len(batch))
 	contents := make(map[string][]byte, len(batch))
 	for i, c := range batch {
@@ -256,47 +452,73 @@ func (p *puller) store(ctx context.Context, inbox string, batch []claimed) ([]er
 		contents[c.src.SHA256] = c.data
 	}
 	if err := p.spool.Put(contents); err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
 	n, err := p.rec.RecordSources(ctx, p.runID, srcs)
 	if err != nil {
-		return nil, fmt.Errorf("store: record sources: %w", err)
+		return fmt.Errorf("store: record sources: %w", err)
 	}
+	p.mu.Lock()
 	p.report.Stored += n
-	if p.cfg.DryRun {
-		return nil, nil
+	p.mu.Unlock()
+	if !p.cfg.DryRun {
+		failpoint.Inject("store.recorded")
 	}
-	failpoint.Inject("store.recorded")
+	return nil
+}
 
-	var errs []error
-	var done []Source
-	for _, c := range batch {
-		if err := p.archive(ctx, inbox, c); err != nil {
-			if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
-				// The connection is gone: say so, with what is left over.
-				return errs, fmt.Errorf("%w (%d of %d in this batch stored but not yet archived; the next run finishes them)", err, len(batch)-len(done), len(batch))
+// archiveBatch archives a stored batch on the host, its renames in flight
+// together, and records which were archived. A file that cannot be archived
+// stays in its inbox and is retried by the next run; a broken connection
+// fails the pull.
+func (p *puller) archiveBatch(ctx context.Context, batch []claimed, release func(int64), fail func(error)) {
+	ok := make([]bool, len(batch))
+	var wg sync.WaitGroup
+	for i := range batch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &batch[i]
+			defer release(c.weight)
+			err := p.archive(ctx, c)
+			if err == nil {
+				ok[i] = true
+				failpoint.Inject("ack.renamed")
+				return
 			}
-			p.log.Warn("archive failed", "host", p.cfg.Host, "name", Quote(path.Join(inbox, c.src.Name)), "err", err)
-			errs = append(errs, err)
-			continue
-		}
-		done = append(done, c.src)
-		failpoint.Inject("ack.renamed")
+			if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
+				fail(fmt.Errorf("%w (stored but not yet archived; the next run finishes them)", err))
+				return
+			}
+			p.log.Warn("archive failed", "host", p.cfg.Host, "name", Quote(path.Join(c.src.Inbox, c.src.Name)), "err", err)
+			p.mu.Lock()
+			p.archiveErrs = append(p.archiveErrs, err)
+			p.mu.Unlock()
+		}()
 	}
-	if len(done) > 0 {
-		if err := p.rec.MarkArchived(ctx, done); err != nil {
-			return errs, fmt.Errorf("record archive: %w", err)
+	wg.Wait()
+	var done []Source
+	for i, c := range batch {
+		if ok[i] {
+			done = append(done, c.src)
 		}
 	}
-	return errs, nil
+	if len(done) == 0 {
+		return
+	}
+	// Record what was renamed even when the pull is failing: the next run
+	// then has less to confirm.
+	if err := p.rec.MarkArchived(context.WithoutCancel(ctx), done); err != nil {
+		fail(fmt.Errorf("record archive: %w", err))
+	}
 }
 
 // archive renames a stored source to its archive name. A destination that
 // already holds the same bytes means an earlier run got this far: the source
 // copy is then removed.
-func (p *puller) archive(ctx context.Context, inbox string, c claimed) error {
-	dir := path.Join(inbox, path.Dir(c.src.ArchivedAs))
-	if err := ensureDir(ctx, p.fsys, dir); err != nil {
+func (p *puller) archive(ctx context.Context, c *claimed) error {
+	inbox := c.src.Inbox
+	if err := p.ensureDir(ctx, path.Join(inbox, path.Dir(c.src.ArchivedAs))); err != nil {
 		return err
 	}
 	src := path.Join(inbox, c.src.Name)
@@ -343,6 +565,25 @@ func (p *puller) archive(ctx context.Context, inbox string, c claimed) error {
 	default:
 		return fmt.Errorf("archive %s: %w", Quote(src), err)
 	}
+}
+
+// ensureDir makes sure an archive directory exists, once per pull: after
+// the first success it is taken as there (a rename into a directory that
+// has since gone fails and is retried by the next run).
+func (p *puller) ensureDir(ctx context.Context, dir string) error {
+	p.mu.Lock()
+	known := p.dirs[dir]
+	p.mu.Unlock()
+	if known {
+		return nil
+	}
+	if err := ensureDir(ctx, p.fsys, dir); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.dirs[dir] = true
+	p.mu.Unlock()
+	return nil
 }
 
 func sameContent(ctx context.Context, fsys transport.FS, name, sha string, size int64) (bool, error) {
@@ -402,7 +643,7 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 
 func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, error) {
 	dir := path.Join(inbox, MalformedDir)
-	if err := ensureDir(ctx, p.fsys, dir); err != nil {
+	if err := p.ensureDir(ctx, dir); err != nil {
 		return "", err
 	}
 	stem := strings.TrimSuffix(name, ".md")
@@ -426,7 +667,12 @@ func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, 
 // inbox (see run), not per file: an inbox of fresh files is common, and a
 // host must not flood the log.
 func (p *puller) deferItem(inbox string, fi transport.FileInfo, reason string) {
-	p.deferred[reason]++
+	p.mu.Lock()
+	if p.deferred[inbox] == nil {
+		p.deferred[inbox] = map[string]int{}
+	}
+	p.deferred[inbox][reason]++
+	p.mu.Unlock()
 	p.addItem(Item{Inbox: inbox, Name: fi.Name, Size: fi.Size, Result: ResultDeferred, Reason: reason})
 }
 
@@ -434,6 +680,8 @@ func (p *puller) deferItem(inbox string, fi transport.FileInfo, reason string) {
 // so that a host with a flood of unusable files cannot grow it without
 // bound.
 func (p *puller) addItem(it Item) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if len(p.report.Items) >= MaxItems {
 		p.report.ItemsDropped++
 		return

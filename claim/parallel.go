@@ -1,0 +1,74 @@
+package claim
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// Concurrency bounds for one host. Requests are issued from many goroutines
+// at once over the host's one connection, so that a pull pays a round trip
+// per stage (list a level, read, rename, verify) rather than per file.
+const (
+	// walkParallel bounds the listings and lstats discovery keeps in
+	// flight, and the git indexes read at once.
+	walkParallel = 32
+	// smallListing is the entry budget of a listing made concurrently with
+	// others. A directory with more entries is listed again alone with the
+	// transport's full budget, so that concurrent listings together hold
+	// at most walkParallel×smallListing entries.
+	smallListing = 4096
+	// maxIndexBytes bounds the git index bytes held at once by concurrent
+	// index reads (each is at most maxGitIndex).
+	maxIndexBytes = maxGitIndex
+)
+
+// inParallel runs fn(ctx, i) for i in [0, n) with at most limit running at
+// once. The first error cancels the others' context and is returned.
+func inParallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return ctx.Err()
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for i := range n {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// lister lists directories for discovery with bounded memory.
+type lister struct {
+	fsys       transport.FS
+	alone      sync.Mutex          // one full-budget listing at a time
+	indexBytes *semaphore.Weighted // git index bytes held at once
+}
+
+func newLister(fsys transport.FS) *lister {
+	return &lister{fsys: fsys, indexBytes: semaphore.NewWeighted(maxIndexBytes)}
+}
+
+// readDir lists dir with a small budget, and a listing that fails for any
+// reason but a missing or unreadable directory or a broken connection again,
+// alone, with the transport's full budget.
+func (l *lister) readDir(ctx context.Context, dir string) ([]transport.FileInfo, error) {
+	ents, err := l.fsys.ReadDir(ctx, dir, smallListing)
+	if err == nil || errors.Is(err, transport.ErrNotExist) || isPermission(err) ||
+		errors.Is(err, transport.ErrBroken) || ctx.Err() != nil {
+		return ents, err
+	}
+	l.alone.Lock()
+	defer l.alone.Unlock()
+	return l.fsys.ReadDir(ctx, dir, 0)
+}
