@@ -1,0 +1,207 @@
+package claim_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// slowFS delays every call, as a link with a round trip would, and records
+// how many calls were in flight at once and in which order sources were
+// recorded relative to reads.
+type slowFS struct {
+	transport.FS
+	delay time.Duration
+
+	cur, peak     atomic.Int64
+	reads, peakRd atomic.Int64
+}
+
+func (s *slowFS) enter(read bool) func() {
+	n := s.cur.Add(1)
+	for p := s.peak.Load(); n > p && !s.peak.CompareAndSwap(p, n); p = s.peak.Load() {
+	}
+	if read {
+		r := s.reads.Add(1)
+		for p := s.peakRd.Load(); r > p && !s.peakRd.CompareAndSwap(p, r); p = s.peakRd.Load() {
+		}
+	}
+	time.Sleep(s.delay)
+	return func() {
+		s.cur.Add(-1)
+		if read {
+			s.reads.Add(-1)
+		}
+	}
+}
+
+func (s *slowFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	defer s.enter(false)()
+	return s.FS.Lstat(ctx, name)
+}
+
+func (s *slowFS) ReadDir(ctx context.Context, name string, max int) ([]transport.FileInfo, error) {
+	defer s.enter(false)()
+	return s.FS.ReadDir(ctx, name, max)
+}
+
+func (s *slowFS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {
+	defer s.enter(true)()
+	return s.FS.ReadFile(ctx, name, limit)
+}
+
+func (s *slowFS) Rename(ctx context.Context, oldname, newname string) error {
+	defer s.enter(false)()
+	return s.FS.Rename(ctx, oldname, newname)
+}
+
+// TestPullPipelined protects "no remote copy archived before local storage"
+// and "none lost" when a pull keeps many requests in flight: 3 repositories
+// × 2 harnesses × 70 handoffs over a transport where every call takes 2 ms.
+// The guard transport fails the test on any rename into processed/ whose
+// bytes are not yet stored and recorded; every handoff must end stored,
+// archived and marked, recorded in discovery order; and requests must
+// really overlap (more than one in flight), within the pipeline's bound.
+func TestPullPipelined(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	var specs []string
+	var want []string // inbox/name in discovery order
+	for _, repo := range []string{"a", "b", "c"} {
+		for _, h := range []string{".claude", ".codex"} {
+			for i := range 70 {
+				rel := fmt.Sprintf("%s/%s/memory-handoffs/h%03d.md", repo, h, i)
+				specs = append(specs, rel)
+				want = append(want, rel)
+			}
+		}
+	}
+	build(t, root, specs...)
+	spoolAt := filepath.Join(tempRoot(t), "spool")
+	spool, err := claim.OpenSpool(spoolAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { spool.Close() })
+	rec := newRecorder()
+	guard := &guardFS{t: t, spool: spool, rec: rec, within: root, max: mib}
+	fsys := &slowFS{FS: guard, delay: 2 * time.Millisecond}
+	cfg := baseConfig()
+	cfg.Roots = []claim.Root{{Path: root, MaxDepth: 1}}
+
+	rep := pull(t, fsys, cfg, spool, rec)
+	if rep.Outcome != "ok" || rep.Stored != len(want) {
+		t.Fatalf("outcome %q (%s), stored %d, want ok and %d", rep.Outcome, rep.Error, rep.Stored, len(want))
+	}
+	var recorded []string
+	rec.mu.Lock()
+	for _, ev := range rec.events {
+		if name, ok := strings.CutPrefix(ev, "record "); ok {
+			recorded = append(recorded, name)
+		}
+	}
+	rec.mu.Unlock()
+	if len(recorded) != len(want) {
+		t.Fatalf("recorded %d sources, want %d", len(recorded), len(want))
+	}
+	for i, rel := range want {
+		if recorded[i] != filepath.Base(rel) {
+			t.Fatalf("source %d recorded as %s, want %s (discovery order)", i, recorded[i], filepath.Base(rel))
+		}
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err == nil {
+			t.Fatalf("%s still in its inbox (%d bytes)", rel, len(data))
+		}
+		inbox := filepath.Join(root, filepath.Dir(rel))
+		found := false
+		for k, s := range rec.sources {
+			if s.Inbox == inbox && s.Name == filepath.Base(rel) {
+				found = rec.isArchived(s.Inbox, s.Name, s.SHA256)
+				if _, err := os.Stat(filepath.Join(inbox, s.ArchivedAs)); err != nil {
+					t.Errorf("%s: archive %s: %v", k, s.ArchivedAs, err)
+				}
+				rec.assertOrder(t, s.Name)
+			}
+		}
+		if !found {
+			t.Errorf("%s not marked archived", rel)
+		}
+	}
+	if p := fsys.peak.Load(); p < 2 {
+		t.Errorf("at most %d call in flight; the pull did not overlap requests", p)
+	}
+	if p := fsys.peakRd.Load(); p > 128 {
+		t.Errorf("%d reads in flight, over the bound of 128", p)
+	}
+	t.Logf("peak calls in flight %d, peak reads %d", fsys.peak.Load(), fsys.peakRd.Load())
+}
+
+// TestPullPipelineFailsFast protects "no remote copy archived before local
+// storage" when storing fails midway through a pipelined pull: the pull
+// ends with the storage error, and no file whose batch was not stored has
+// left its inbox.
+func TestPullPipelineFailsFast(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	var specs []string
+	for i := range 300 {
+		specs = append(specs, fmt.Sprintf("r/.claude/memory-handoffs/h%03d.md", i))
+	}
+	build(t, root, specs...)
+	spoolAt := filepath.Join(tempRoot(t), "spool")
+	spool, err := claim.OpenSpool(spoolAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { spool.Close() })
+	rec := newRecorder()
+	guard := &guardFS{t: t, spool: spool, rec: rec, within: root, max: mib}
+	fsys := &slowFS{FS: guard, delay: time.Millisecond}
+	cfg := baseConfig()
+	cfg.Roots = []claim.Root{{Path: root, MaxDepth: 1}}
+	fs := &failAfterSpool{Spool: spool, after: 1}
+
+	rep := pull(t, fsys, cfg, fs, rec)
+	if rep.Outcome != "error" {
+		t.Fatalf("outcome %q, want error", rep.Outcome)
+	}
+	left, _ := os.ReadDir(filepath.Join(root, "r/.claude/memory-handoffs"))
+	files := 0
+	for _, e := range left {
+		if e.Type().IsRegular() {
+			files++
+		}
+	}
+	if files+rec.count() < 300 {
+		t.Errorf("%d in the inbox + %d recorded < 300: a handoff was lost", files, rec.count())
+	}
+	if files == 0 {
+		t.Errorf("every file left its inbox though storing failed after the first batch")
+	}
+}
+
+// failAfterSpool stores the first `after` batches, then fails.
+type failAfterSpool struct {
+	claim.Spool
+	mu    sync.Mutex
+	after int
+}
+
+func (f *failAfterSpool) Put(b map[string][]byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.after == 0 {
+		return fmt.Errorf("spool: no space left on device")
+	}
+	f.after--
+	return f.Spool.Put(b)
+}
