@@ -26,5 +26,6 @@
 //   - Reads are bounded whatever the server claims: ReadFile never reads more
 //     than limit+1 bytes, and ReadDir never holds more than maxEntries (plus
 //     "." and "..") entries in memory, even if the server never ends the
-//     listing.
+//     listing. Each listing has its own budget, however many run at once on
+//     one connection: a listing cut off leaves the others untouched.
 package sshfs

@@ -42,7 +42,6 @@ type FS struct {
 	// SFTP stream itself.
 	closers []io.Closer
 
-	dirMu  sync.Mutex   // one guarded listing at a time
 	reader *guardReader // knows why the stream was cut, if the guard cut it
 
 	closeOnce sync.Once
@@ -198,18 +197,29 @@ func (f *FS) lstat(name string) (transport.FileInfo, error) {
 
 // ReadDir lists name with lstat semantics (OpenSSH's READDIR reports each
 // entry as lstat(2) does). It fails once more than maxEntries entries
-// arrive, holding no more than that (plus "." and "..") meanwhile.
+// arrive, holding no more than that (plus "." and "..", and one reply in
+// flight) meanwhile. Any number of listings may run at once, each with its
+// own budget: a listing cut off leaves the others untouched. Listings of
+// one name with different maxEntries take turns.
 func (f *FS) ReadDir(ctx context.Context, name string, maxEntries int) ([]transport.FileInfo, error) {
 	if maxEntries <= 0 {
 		maxEntries = transport.DefaultMaxEntries
 	}
+	if err := f.broken(); err != nil {
+		return nil, opErr("readdir", name, err)
+	}
+	dir, err := f.guard.begin(ctx, f.done, name, maxEntries+2) // OpenSSH lists "." and ".." too
+	if err != nil {
+		if berr := f.broken(); berr != nil {
+			err = berr
+		}
+		return nil, opErr("readdir", name, err)
+	}
+	defer f.guard.end(dir)
 	var out []transport.FileInfo
-	err := f.call(ctx, func() error {
-		f.dirMu.Lock()
-		defer f.dirMu.Unlock()
-		f.guard.begin(maxEntries + 2) // OpenSSH lists "." and ".." too
+	err = f.call(ctx, func() error {
 		ents, err := f.sftp.ReadDirContext(ctx, name)
-		if f.guard.end() || len(ents) > maxEntries {
+		if f.guard.cut(err) || len(ents) > maxEntries {
 			return fmt.Errorf("more than %d entries", maxEntries)
 		}
 		if err != nil {
@@ -218,7 +228,7 @@ func (f *FS) ReadDir(ctx context.Context, name string, maxEntries int) ([]transp
 		out = make([]transport.FileInfo, len(ents))
 		for i, e := range ents {
 			out[i] = fromOS(e)
-			out[i].Name = f.guard.unmask(out[i].Name)
+			out[i].Name = f.guard.unmask(dir, out[i].Name)
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -123,9 +124,14 @@ func TestOpenSSHPlainRenameRefusesToReplace(t *testing.T) {
 type fakeSFTP struct {
 	attrs   func(typ byte) (size uint64, mode fs.FileMode) // LSTAT, STAT, FSTAT
 	read    func(off uint64, n uint32) []byte              // nil: EOF
-	readdir func() uint32                                  // entries per NAME reply; 0: EOF
+	readdir func(handle string, n int) uint32              // entries in the nth NAME reply on handle; 0: EOF
 	served  atomic.Int64                                   // bytes of READ data or entries of READDIR sent
 	replies atomic.Int64                                   // READ or READDIR replies sent
+
+	// holdOpendirs, if set, holds the replies to OPENDIR until that many
+	// have arrived (or 5s have passed: heldTimeout).
+	holdOpendirs int
+	heldTimeout  atomic.Bool
 }
 
 // start serves f on one end of a pipe and returns an FS on the other.
@@ -143,6 +149,20 @@ func (fk *fakeSFTP) start(t *testing.T) *FS {
 
 func (fk *fakeSFTP) serve(c net.Conn) {
 	defer c.Close()
+	var wmu sync.Mutex
+	send := func(out []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if _, err := c.Write(u32(nil, uint32(len(out)))); err != nil {
+			return err
+		}
+		_, err := c.Write(out)
+		return err
+	}
+	handles := 0
+	listed := map[string]int{} // NAME replies so far, by handle
+	var held [][]byte
+	var release *time.Timer
 	for {
 		var lb [4]byte
 		if _, err := io.ReadFull(c, lb[:]); err != nil {
@@ -161,7 +181,30 @@ func (fk *fakeSFTP) serve(c net.Conn) {
 			size, mode := fk.attrs(typ)
 			out = attrs(u32([]byte{105}, id), size, mode)
 		case 3, 11: // OPEN, OPENDIR
-			out = str(u32([]byte{102}, id), "h")
+			handles++
+			out = str(u32([]byte{102}, id), "h"+itoa(handles))
+			if typ == 11 && fk.holdOpendirs > 0 {
+				held = append(held, out)
+				switch {
+				case len(held) == fk.holdOpendirs:
+					if release != nil {
+						release.Stop()
+					}
+					for _, h := range held {
+						if send(h) != nil {
+							return
+						}
+					}
+					held = nil
+				case len(held) == 1:
+					first := held[0]
+					release = time.AfterFunc(5*time.Second, func() {
+						fk.heldTimeout.Store(true)
+						send(first)
+					})
+				}
+				continue
+			}
 		case 5: // READ
 			hl := binary.BigEndian.Uint32(body[5:9]) // handle, then offset and length
 			off := binary.BigEndian.Uint64(body[9+hl:])
@@ -175,7 +218,10 @@ func (fk *fakeSFTP) serve(c net.Conn) {
 			fk.served.Add(int64(len(data)))
 			out = str(u32([]byte{103}, id), string(data))
 		case 12: // READDIR
-			n := fk.readdir()
+			hl := binary.BigEndian.Uint32(body[5:9])
+			h := string(body[9 : 9+hl])
+			n := fk.readdir(h, listed[h])
+			listed[h]++
 			if n == 0 {
 				out = status(id, 1)
 				break
@@ -193,10 +239,7 @@ func (fk *fakeSFTP) serve(c net.Conn) {
 		default:
 			out = status(id, 8)
 		}
-		if _, err := c.Write(u32(nil, uint32(len(out)))); err != nil {
-			return
-		}
-		if _, err := c.Write(out); err != nil {
+		if send(out) != nil {
 			return
 		}
 	}
@@ -309,7 +352,7 @@ func TestReadDirEndlessListing(t *testing.T) {
 	t.Parallel()
 	fk := &fakeSFTP{
 		attrs:   func(byte) (uint64, fs.FileMode) { return 0, fs.ModeDir | 0o700 },
-		readdir: func() uint32 { return 100 },
+		readdir: func(string, int) uint32 { return 100 },
 	}
 	f := fk.start(t)
 	const max = 1000
@@ -327,30 +370,41 @@ func TestReadDirEndlessListing(t *testing.T) {
 	}
 }
 
-// The guard finds request headers however pkg/sftp's writes are split.
+// The guard finds requests, and the handles in them, however pkg/sftp's
+// writes are split.
 func TestGuardWriterSplitWrites(t *testing.T) {
 	g := newListGuard()
-	g.begin(10)
+	d, err := g.begin(context.Background(), nil, "/d", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := &guardWriter{w: nopWriteCloser{io.Discard}, g: g}
-	var stream []byte
-	for _, p := range []struct {
-		typ byte
-		id  uint32
-	}{{7, 1}, {fxpReaddir, 2}, {fxpReaddir, 3}, {4, 4}} {
-		body := str(u32([]byte{p.typ}, p.id), "handle")
-		stream = append(u32(stream, uint32(len(body))), body...)
+	send := func(reqs ...[]byte) {
+		var stream []byte
+		for _, body := range reqs {
+			stream = append(u32(stream, uint32(len(body))), body...)
+		}
+		for i := range stream {
+			w.Write(stream[i : i+1])
+		}
 	}
-	for i := range stream {
-		w.Write(stream[i : i+1])
+	send(str(u32([]byte{fxpOpendir}, 1), "/d"), str(u32([]byte{7}, 2), "/d"))
+	if g.opendirs[1] != d || len(g.opendirs) != 1 {
+		t.Fatalf("OPENDIR not attributed to /d's budget: %v", g.opendirs)
 	}
-	if _, ok := g.ids[2]; !ok {
-		t.Errorf("READDIR id 2 not noted")
+	if v, _ := g.received(str(u32([]byte{fxpHandle}, 1), "h")); v != pass || g.listings["h"] == nil || g.listings["h"].dir != d {
+		t.Fatalf("HANDLE reply: verdict %v, listings %v", v, g.listings)
 	}
-	if _, ok := g.ids[3]; !ok {
-		t.Errorf("READDIR id 3 not noted")
+	send(str(u32([]byte{fxpReaddir}, 3), "h"), str(u32([]byte{fxpReaddir}, 4), "h"), str(u32([]byte{fxpClose}, 5), "h"))
+	if g.readdirs[3] != g.readdirs[4] || g.readdirs[3] == nil || g.readdirs[3].dir != d || len(g.readdirs) != 2 {
+		t.Errorf("READDIR ids not attributed to the listing: %v", g.readdirs)
 	}
-	if len(g.ids) != 2 {
-		t.Errorf("noted %v, want only the READDIR ids", g.ids)
+	if len(g.listings) != 0 {
+		t.Errorf("CLOSE did not end the listing: %v", g.listings)
+	}
+	g.end(d)
+	if len(g.paths) != 0 {
+		t.Errorf("registration left after end: %v", g.paths)
 	}
 }
 

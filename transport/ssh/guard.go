@@ -2,123 +2,275 @@ package sshfs
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
+
+	"github.com/handoff-sync/handoff/transport"
 )
 
 // SFTP packet types and status codes the guard needs (draft-ietf-secsh-filexfer-02).
 const (
+	fxpClose     = 4
+	fxpOpendir   = 11
 	fxpReaddir   = 12
 	fxpStatus    = 101
+	fxpHandle    = 102
 	fxpData      = 103
 	fxpName      = 104
 	fxFailure    = 4
 	maxSFTPFrame = 256 * 1024 // pkg/sftp refuses larger packets too
 )
 
-// listGuard bounds directory listings. pkg/sftp's ReadDir gathers every
-// entry the server sends before returning, so a server that never ends a
-// listing could fill memory. The guard watches the SFTP stream between
-// pkg/sftp and the channel: it notes the ids of READDIR requests sent while
-// a listing is active, counts the entries their NAME replies announce, and
-// once the budget is spent it hands pkg/sftp a failure status in place of
-// the reply, which ends the listing. Only one listing is active at a time
-// (FS.ReadDir serialises them).
+// listGuard bounds directory listings, each on its own. pkg/sftp's ReadDir
+// gathers every entry the server sends before returning, so a server that
+// never ends a listing could fill memory. The guard watches the SFTP stream
+// between pkg/sftp and the channel, both ways, and follows each listing
+// through the protocol:
+//
+//	OPENDIR (id, path)   → its budget, registered for that path by FS.ReadDir
+//	HANDLE  (id, handle) → a listing on that handle, with that budget
+//	READDIR (id, handle) → the listing the reply will count against
+//	NAME    (id, …)      → entries counted; over budget, a failure instead
+//	CLOSE   (handle)     → the listing ends
+//
+// A listing whose budget is spent gets, in place of the NAME reply, a
+// failure status carrying the guard's token, which ends that listing alone
+// and which no server can forge. Any number of listings may run at once:
+// a listing's replies are attributed by request id, never by time.
+//
+// What FS.ReadDir passes is a path, not an id (pkg/sftp chooses ids and
+// handles), so budgets are registered per path; concurrent listings of one
+// path share a registration, and must share its budget (see begin).
 type listGuard struct {
+	token string // in the status that cuts a listing short
+
 	mu       sync.Mutex
-	active   bool
-	budget   uint64
-	seen     uint64
-	exceeded bool
-	ids      map[uint32]struct{}
-	masked   map[string]string // masked name -> name as the server sent it
+	paths    map[string]*dirBudget // path → registration, while FS.ReadDir lists it
+	opendirs map[uint32]*dirBudget // OPENDIR id → budget, until the reply
+	listings map[string]*listing   // open directory handle → its listing
+	readdirs map[uint32]*listing   // READDIR id → listing, until the reply
 }
+
+// dirBudget is one path being listed: the budget each listing of it gets,
+// and the names masked in its listings.
+type dirBudget struct {
+	path   string
+	budget uint64
+	users  int           // FS.ReadDir calls listing path with this budget
+	idle   chan struct{} // closed once users drops to 0
+	masked map[string]string
+}
+
+// listing is one open directory handle.
+type listing struct {
+	dir      *dirBudget
+	seen     uint64 // entries handed to pkg/sftp
+	exceeded bool
+}
+
+// closedListing stands for a handle the guard does not know (never opened
+// by a listing, or already closed): it has no budget at all, so any entries
+// sent for it are refused.
+var closedListing = &listing{dir: &dirBudget{}}
 
 func newListGuard() *listGuard {
-	return &listGuard{ids: make(map[uint32]struct{})}
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return &listGuard{
+		token:    "too many directory entries [guard " + hex.EncodeToString(b[:]) + "]",
+		paths:    make(map[string]*dirBudget),
+		opendirs: make(map[uint32]*dirBudget),
+		listings: make(map[string]*listing),
+		readdirs: make(map[uint32]*listing),
+	}
 }
 
-// begin starts a listing that may receive at most budget entries.
-func (g *listGuard) begin(budget int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.active, g.budget, g.seen, g.exceeded = true, uint64(budget), 0, false
-	clear(g.ids)
-	g.masked = nil
+// begin registers a listing of path that may receive at most budget
+// entries, and returns the registration for unmask and end. Listings of
+// the same path with the same budget run at once; one with another budget
+// waits until those end, since the guard could not tell their OPENDIRs
+// apart. It returns early, with an error, when ctx or stop ends.
+func (g *listGuard) begin(ctx context.Context, stop <-chan struct{}, path string, budget int) (*dirBudget, error) {
+	for {
+		g.mu.Lock()
+		d := g.paths[path]
+		if d == nil {
+			d = &dirBudget{path: path, budget: uint64(budget), idle: make(chan struct{})}
+			g.paths[path] = d
+		}
+		if d.budget == uint64(budget) {
+			d.users++
+			g.mu.Unlock()
+			return d, nil
+		}
+		idle := d.idle
+		g.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-stop:
+			return nil, errClosed
+		}
+	}
 }
 
-// unmask returns a listed name as the server sent it.
-func (g *listGuard) unmask(name string) string {
+// end ends one FS.ReadDir call's registration.
+func (g *listGuard) end(d *dirBudget) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if orig, ok := g.masked[name]; ok {
+	d.users--
+	if d.users == 0 {
+		delete(g.paths, d.path)
+		close(d.idle)
+	}
+}
+
+// cut reports whether err is the guard's own refusal: the listing ran out
+// of budget.
+func (g *listGuard) cut(err error) bool {
+	return err != nil && strings.Contains(err.Error(), g.token)
+}
+
+// unmask returns a name listed under d as the server sent it.
+func (g *listGuard) unmask(d *dirBudget, name string) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if orig, ok := d.masked[name]; ok {
 		return orig
 	}
 	return name
 }
 
-// noteMasked remembers a name maskSlashes changed.
-func (g *listGuard) noteMasked(masked, orig string) {
+// noteMasked remembers a name maskSlashes changed in a listing of d.
+func (g *listGuard) noteMasked(d *dirBudget, masked, orig string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.masked == nil {
-		g.masked = map[string]string{}
+	if d.masked == nil {
+		d.masked = map[string]string{}
 	}
-	if len(g.masked) < maxMasked {
-		g.masked[masked] = orig
+	if len(d.masked) < maxMasked {
+		d.masked[masked] = orig
 	}
 }
 
-// end stops watching and reports whether the budget was exceeded.
-func (g *listGuard) end() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.active = false
-	clear(g.ids)
-	return g.exceeded
-}
-
-// sent records an outgoing request.
-func (g *listGuard) sent(typ byte, id uint32) {
-	if typ != fxpReaddir {
+// sent records an outgoing request; body is the whole packet after its
+// length (type, id, fields) for the types the guard follows, else just
+// type and id.
+func (g *listGuard) sent(body []byte) {
+	typ, id := body[0], binary.BigEndian.Uint32(body[1:5])
+	switch typ {
+	case fxpOpendir, fxpReaddir, fxpClose:
+	default:
 		return
 	}
+	s, ok := sshString(body[5:])
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.active {
-		g.ids[id] = struct{}{}
+	switch typ {
+	case fxpOpendir:
+		d := g.paths[string(s)]
+		if !ok || d == nil {
+			// Not a listing FS.ReadDir registered (there is none): the
+			// transport's own bound.
+			d = &dirBudget{budget: transport.DefaultMaxEntries + 2}
+		}
+		g.opendirs[id] = d
+	case fxpReaddir:
+		l := g.listings[string(s)]
+		if !ok || l == nil {
+			l = closedListing
+		}
+		g.readdirs[id] = l
+	case fxpClose:
+		if ok {
+			delete(g.listings, string(s))
+		}
 	}
 }
 
-// refuse reports whether the NAME reply with this id and entry count must
-// be replaced by a failure, and whether it answers a listing at all.
-func (g *listGuard) refuse(id uint32, count uint32) (refused, listing bool) {
+// verdict is what the guard does with a reply.
+type verdict int
+
+const (
+	pass         verdict = iota // hand it to pkg/sftp as it is
+	listed                      // a NAME reply to a listing within budget: mask it
+	refuse                      // replace it with the guard's failure status
+	refuseHandle                // replace it: the server reused an open handle
+)
+
+// received looks at a reply (body: type, id, fields) before pkg/sftp
+// does. For a listed NAME reply it also returns the listing's registration.
+func (g *listGuard) received(body []byte) (verdict, *dirBudget) {
+	typ, id := body[0], binary.BigEndian.Uint32(body[1:5])
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.ids[id]; !ok {
-		return false, false
+	if d, ok := g.opendirs[id]; ok {
+		delete(g.opendirs, id)
+		if typ != fxpHandle {
+			return pass, nil
+		}
+		h, ok := sshString(body[5:])
+		if !ok {
+			return pass, nil // pkg/sftp fails the OPENDIR itself
+		}
+		if _, dup := g.listings[string(h)]; dup {
+			// Two open listings on one handle would share one budget and
+			// the first CLOSE would leave the other unguarded.
+			return refuseHandle, nil
+		}
+		g.listings[string(h)] = &listing{dir: d}
+		return pass, nil
 	}
-	delete(g.ids, id)
+	l, ok := g.readdirs[id]
+	if !ok {
+		return pass, nil
+	}
+	delete(g.readdirs, id)
+	if typ != fxpName || len(body) < 9 {
+		return pass, nil // pkg/sftp ends the listing
+	}
 	// An empty reply counts as one entry, so that a server cannot keep a
 	// listing going forever with replies that hold nothing.
-	n := max(uint64(count), 1)
-	if g.exceeded || g.seen+n > g.budget {
-		g.exceeded = true
-		return true, true
+	n := max(uint64(binary.BigEndian.Uint32(body[5:9])), 1)
+	if l.exceeded || l.seen+n > l.dir.budget {
+		l.exceeded = true
+		return refuse, nil
 	}
-	g.seen += n
-	return false, true
+	l.seen += n
+	return listed, l.dir
 }
 
-// guardWriter passes pkg/sftp's requests through, noting each one's type
-// and id before it leaves (so the reply cannot arrive first).
+// sshString reads the SSH string at the start of b.
+func sshString(b []byte) ([]byte, bool) {
+	if len(b) < 4 {
+		return nil, false
+	}
+	n := binary.BigEndian.Uint32(b[:4])
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, false
+	}
+	return b[4 : 4+n], true
+}
+
+// guardWriter passes pkg/sftp's requests through, showing each one to the
+// guard before it leaves (so that the reply cannot arrive first). pkg/sftp
+// writes one request at a time, in one or more Writes.
 type guardWriter struct {
 	w    io.WriteCloser
 	g    *listGuard
 	hdr  [9]byte // length, type, id of the frame being written
 	hdrN int
+	keep bool   // the guard reads this frame's fields: gather it in body
+	body []byte // the frame after its length
 	left uint64 // bytes of the current frame after its header
 }
 
@@ -139,25 +291,43 @@ func (w *guardWriter) observe(p []byte) {
 				return
 			}
 			length := uint64(binary.BigEndian.Uint32(w.hdr[:4]))
+			w.left = 0
 			if length+4 > uint64(len(w.hdr)) {
 				w.left = length + 4 - uint64(len(w.hdr))
 			}
-			w.g.sent(w.hdr[4], binary.BigEndian.Uint32(w.hdr[5:9]))
+			switch w.hdr[4] {
+			case fxpOpendir, fxpReaddir, fxpClose:
+				// Our own requests, small: keep the whole body.
+				w.keep = true
+				w.body = append(w.body[:0], w.hdr[4:]...)
+			default:
+				w.keep = false
+			}
 			if w.left == 0 {
-				w.hdrN = 0
+				w.done()
 			}
 			continue
 		}
-		n := uint64(len(p))
-		if n > w.left {
-			n = w.left
+		n := min(uint64(len(p)), w.left)
+		if w.keep {
+			w.body = append(w.body, p[:n]...)
 		}
 		w.left -= n
 		p = p[n:]
 		if w.left == 0 {
-			w.hdrN = 0
+			w.done()
 		}
 	}
+}
+
+// done ends the frame being written.
+func (w *guardWriter) done() {
+	if w.keep {
+		w.g.sent(w.body)
+	} else {
+		w.g.sent(w.hdr[4:])
+	}
+	w.hdrN = 0
 }
 
 // guardReader hands pkg/sftp the server's replies one whole frame at a
@@ -218,22 +388,26 @@ func (r *guardReader) next() error {
 	}
 	r.off = 0
 	body := r.frame[4:]
-	if len(body) < 9 {
-		return nil
+	if len(body) < 5 || body[0] < fxpStatus {
+		return nil // VERSION (no id), or too short for pkg/sftp to accept
 	}
 	id := binary.BigEndian.Uint32(body[1:5])
+	switch v, d := r.g.received(body); v {
+	case refuse:
+		r.frame = statusFrame(r.frame[:0], id, fxFailure, r.g.token)
+		return nil
+	case refuseHandle:
+		r.frame = statusFrame(r.frame[:0], id, fxFailure, "the server reused an open directory handle")
+		return nil
+	case listed:
+		maskSlashes(body, func(masked, orig string) { r.g.noteMasked(d, masked, orig) })
+		return nil
+	}
 	switch body[0] {
-	case fxpName:
-		refused, listing := r.g.refuse(id, binary.BigEndian.Uint32(body[5:9]))
-		if refused {
-			r.frame = statusFrame(r.frame[:0], id, fxFailure, "too many directory entries")
-		} else if listing {
-			maskSlashes(body, r.g.noteMasked)
-		}
 	case fxpData:
 		// pkg/sftp asks again after an empty data reply, so a server could
 		// keep a read spinning forever; a real server says EOF instead.
-		if binary.BigEndian.Uint32(body[5:9]) == 0 {
+		if len(body) >= 9 && binary.BigEndian.Uint32(body[5:9]) == 0 {
 			r.frame = statusFrame(r.frame[:0], id, fxFailure, "empty data reply")
 		}
 	}
