@@ -23,6 +23,14 @@ import (
 // packet size).
 const readChunk = 32 * 1024
 
+// readsPerFile is how many READ requests one ReadFile keeps in flight: a
+// file of up to 2 MiB is read in one round trip.
+const readsPerFile = 64
+
+// maxPendingCloses bounds the CLOSE requests ReadFile leaves in flight
+// without waiting for their answers.
+const maxPendingCloses = 512
+
 // errClosed is the cause recorded when the caller closes the FS.
 var errClosed = errors.New("the FS was closed")
 
@@ -44,6 +52,11 @@ type FS struct {
 
 	reader *guardReader // knows why the stream was cut, if the guard cut it
 
+	closeSem chan struct{}  // a token per CLOSE in flight (closeFile)
+	closeMu  sync.Mutex     // guards closed and closing.Add
+	closed   bool           // Close is waiting for the CLOSEs in flight
+	closing  sync.WaitGroup // CLOSEs in flight
+
 	closeOnce sync.Once
 	done      chan struct{} // closed when the connection is torn down
 	errMu     sync.Mutex
@@ -53,21 +66,26 @@ type FS struct {
 var _ transport.FS = (*FS)(nil)
 
 // newFS starts pkg/sftp on an SFTP stream. Options keep memory bounded:
-// 32 KiB packets, and no concurrent reads (which would size themselves
-// from what the server claims a file holds).
+// 32 KiB packets; concurrent reads, which split one File.ReadAt into up to
+// readsPerFile chunk requests in flight, always into a buffer readFile
+// sized itself. Nothing here may call File.Read, File.WriteTo or
+// File.ReadFrom (or io.Copy and io.ReadAll on a File): with concurrent
+// reads those size their work from what the server claims a file holds
+// (TestNoServerSizedReads checks).
 func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closers ...io.Closer) (*FS, error) {
 	g := newListGuard()
 	gr := &guardReader{r: rd, g: g}
 	c, err := sftp.NewClientPipe(gr, &guardWriter{w: wr, g: g},
 		sftp.MaxPacketChecked(readChunk),
-		sftp.UseConcurrentReads(false),
+		sftp.UseConcurrentReads(true),
 		sftp.UseConcurrentWrites(false),
-		sftp.MaxConcurrentRequestsPerFile(1),
+		sftp.MaxConcurrentRequestsPerFile(readsPerFile),
 	)
 	if err != nil {
 		return nil, err
 	}
-	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, reader: gr, closers: closers, done: make(chan struct{})}
+	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, reader: gr, closers: closers, done: make(chan struct{}),
+		closeSem: make(chan struct{}, maxPendingCloses)}
 	// When the SFTP session ends on its own (the peer hung up, or the guard
 	// cut off a protocol violation), mark the FS broken at once with the
 	// real cause, so that every later call fails with ErrBroken instead of
@@ -149,10 +167,16 @@ func (f *FS) call(ctx context.Context, op func() error) error {
 	return err
 }
 
-// Close closes the SFTP session, the SSH connection and any jump hosts'. It
-// is safe to call more than once.
+// Close closes the SFTP session, the SSH connection and any jump hosts',
+// and waits for the goroutines that were sending CLOSEs (which fail at once
+// on the closed connection). It is safe to call more than once, and
+// concurrently with other calls, which then fail with ErrBroken.
 func (f *FS) Close() error {
 	f.abort(errClosed)
+	f.closeMu.Lock()
+	f.closed = true
+	f.closeMu.Unlock()
+	f.closing.Wait()
 	return nil
 }
 
@@ -241,9 +265,13 @@ func (f *FS) ReadDir(ctx context.Context, name string, maxEntries int) ([]transp
 // ReadFile reads a regular file of at most limit bytes. It refuses anything
 // Lstat does not call a regular file before opening it (an SFTP open
 // follows symlinks and blocks on a FIFO), checks the open handle is still
-// that file, reads it sequentially into a buffer that never grows past
-// limit+1 bytes, and returns the data with a stat of the handle taken after
-// the read.
+// that file, reads it into a buffer of its size plus one byte, and returns
+// the data with a stat of the handle taken after the read.
+//
+// Round trips: LSTAT, OPEN, FSTAT, the READs, FSTAT: five, whatever the
+// size up to readsPerFile chunks, since the READs are sent together (the
+// data in 32 KiB chunks, and one byte at the size, which must find the
+// end). The CLOSE is sent without waiting for its answer.
 func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {
 	if limit < 0 {
 		limit = 0
@@ -276,7 +304,7 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 	if err != nil {
 		return nil, transport.FileInfo{}, err
 	}
-	defer file.Close()
+	defer f.closeFile(file)
 	opened, err := file.Stat()
 	if err != nil {
 		return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", err)
@@ -288,29 +316,30 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 		return nil, transport.FileInfo{}, fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, before.Size, opened.Size())
 	}
 
-	// Plain sequential reads into a buffer that can only grow to the size
-	// the handle reported plus one byte (to notice a file still growing):
-	// whatever the server sends, never more than min(size, limit)+1 bytes.
-	bound := int(before.Size) + 1
-	buf := make([]byte, 0, min(bound, readChunk))
-	for len(buf) < bound {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(max(2*cap(buf), readChunk), bound))
-			copy(grown, buf)
-			buf = grown
-		}
-		end := min(cap(buf), len(buf)+readChunk)
-		n, err := file.Read(buf[len(buf):end])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, transport.FileInfo{}, err
-		}
+	// The buffer is sized here, from the size Lstat gave and the limit
+	// checked above: whatever the server sends, never more than
+	// min(size, limit)+1 bytes. Its last byte is a probe at the size,
+	// sent alongside the data: a file that is longer than its stat
+	// answers it with data instead of EOF.
+	size := before.Size
+	buf := make([]byte, size+1)
+	var probeN int
+	var probeErr error
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		probeN, probeErr = file.ReadAt(buf[size:], size)
+	}()
+	n, err := readAt(file, buf[:size])
+	<-probed
+	if err != nil && err != io.EOF {
+		return nil, transport.FileInfo{}, err
 	}
-	if int64(len(buf)) > before.Size {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, before.Size)
+	if probeN > 0 {
+		return nil, transport.FileInfo{}, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, size)
+	}
+	if probeErr != io.EOF {
+		return nil, transport.FileInfo{}, probeErr
 	}
 	st, err := file.Stat()
 	if err != nil {
@@ -318,7 +347,67 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 	}
 	after := fromOS(st)
 	after.Name = before.Name
-	return buf, after, nil
+	// A file shorter than its stat said is returned as read: the stat
+	// after the read tells the caller it changed.
+	return buf[:n:n], after, nil
+}
+
+// readAt fills b from the start of file. pkg/sftp sends a read longer than
+// one packet as concurrent chunk requests (at most readsPerFile at once)
+// and takes a short chunk for the end of the file. A server may also
+// answer short in the middle (the protocol allows it), so after a short
+// chunk the rest is read again a chunk at a time, until the server itself
+// says EOF: an honest server sends at most twice len(b) bytes in all.
+func readAt(file *sftp.File, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	n, err := file.ReadAt(b, 0)
+	if err != io.EOF || len(b) <= readChunk {
+		return n, err // up to one chunk, pkg/sftp asks again after a short reply
+	}
+	for n < len(b) {
+		m, err := file.ReadAt(b[n:min(len(b), n+readChunk)], int64(n))
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// closeFile closes a file ReadFile has done with. The CLOSE is sent from a
+// goroutine, so that the caller does not wait a round trip for its answer;
+// at most maxPendingCloses wait at once (past that, the caller waits), and
+// FS.Close waits for them all, which is prompt since it has cut the
+// connection first.
+func (f *FS) closeFile(file *sftp.File) {
+	select {
+	case f.closeSem <- struct{}{}:
+	default:
+		f.closeNow(file)
+		return
+	}
+	f.closeMu.Lock()
+	if f.closed {
+		f.closeMu.Unlock()
+		<-f.closeSem
+		f.closeNow(file)
+		return
+	}
+	f.closing.Add(1)
+	f.closeMu.Unlock()
+	go func() {
+		defer f.closing.Done()
+		defer func() { <-f.closeSem }()
+		f.closeNow(file)
+	}()
+}
+
+func (f *FS) closeNow(file *sftp.File) {
+	if err := file.Close(); err != nil && f.broken() == nil {
+		f.log.Debug("sftp: close failed", "host", f.cfg.Alias, "file", file.Name(), "err", err)
+	}
 }
 
 // Rename moves oldname to newname and never replaces newname. It checks

@@ -1,0 +1,353 @@
+package sshfs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/handoff-sync/handoff/internal/sshdtest"
+)
+
+// SFTP request types the round-trip tests name.
+const (
+	reqOpen   = 3
+	reqClose  = 4
+	reqRead   = 5
+	reqLstat  = 7
+	reqFstat  = 8
+	reqRename = 18
+)
+
+var reqNames = map[byte]string{3: "OPEN", 4: "CLOSE", 5: "READ", 7: "LSTAT", 8: "FSTAT", 11: "OPENDIR", 12: "READDIR", 14: "MKDIR", 18: "RENAME"}
+
+// relay sits on the SFTP stream between an FS and a server and counts
+// what the FS asks. Every reply is held for rtt (a simulated round trip),
+// so that requests the FS sends without waiting overlap, and:
+//   - a READ reply is also held until two READs are outstanding (at most
+//     readGate): a read that sends its requests together is seen doing so
+//     however the goroutines are scheduled;
+//   - with holdCloses, CLOSE replies are held until releaseCloses, so that
+//     a test can tell whether the FS waits for them.
+type relay struct {
+	rtt        time.Duration
+	readGate   time.Duration
+	holdCloses bool
+
+	mu       sync.Mutex
+	changed  *sync.Cond
+	types    []byte          // request types in the order sent
+	pending  map[uint32]byte // id → type, sent and not yet answered to the FS
+	rounds   int             // requests (CLOSE aside) sent while none was pending
+	maxReads int             // most READs pending at once
+	released bool            // CLOSE replies may go
+
+	wmu      sync.Mutex // the FS side of the stream
+	toClient io.Writer
+}
+
+// startRelayed starts the SFTP server serve on one side of r and an FS on
+// the other.
+func startRelayed(t *testing.T, r *relay, serve func(t *testing.T, in io.Reader, out io.WriteCloser)) *FS {
+	t.Helper()
+	r.pending = map[uint32]byte{}
+	r.changed = sync.NewCond(&r.mu)
+	fsR, relayW := io.Pipe() // replies to the FS
+	relayR, fsW := io.Pipe() // requests from the FS
+	srvR, toSrv := io.Pipe()
+	fromSrv, srvW := io.Pipe()
+	r.toClient = relayW
+	go serve(t, srvR, srvW)
+	go r.forwardRequests(relayR, toSrv)
+	go r.forwardReplies(fromSrv)
+	f, err := newFS(fsR, fsW, Config{Alias: "relayed"}, slog.New(slog.DiscardHandler), closerFunc(func() error {
+		fsR.Close()
+		relayR.Close()
+		toSrv.Close()
+		fromSrv.Close()
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.releaseCloses(); f.Close() })
+	r.reset()
+	return f
+}
+
+type closerFunc func() error
+
+func (c closerFunc) Close() error { return c() }
+
+// pkgSFTPServer serves the real file system with pkg/sftp's server.
+func pkgSFTPServer(t *testing.T, in io.Reader, out io.WriteCloser) {
+	s, err := sftp.NewServer(struct {
+		io.Reader
+		io.WriteCloser
+	}{in, out})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	s.Serve()
+}
+
+// openSSHServer serves the real file system with OpenSSH's sftp-server,
+// the program behind every OpenSSH host's "sftp" subsystem.
+func openSSHServer(t *testing.T) func(t *testing.T, in io.Reader, out io.WriteCloser) {
+	const bin = "/usr/lib/openssh/sftp-server"
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv(sshdtest.RequiredEnv) != "" {
+			t.Fatalf("%s: %v", bin, err)
+		}
+		t.Skipf("%s: %v", bin, err)
+	}
+	return func(t *testing.T, in io.Reader, out io.WriteCloser) {
+		cmd := exec.Command(bin)
+		cmd.Stdin, cmd.Stdout = in, out
+		if err := cmd.Start(); err != nil {
+			t.Error(err)
+			return
+		}
+		cmd.Wait()
+		out.Close()
+	}
+}
+
+func (r *relay) forwardRequests(from io.Reader, to io.Writer) {
+	for {
+		frame, err := readFrame(from)
+		if err != nil {
+			return
+		}
+		if typ := frame[4]; typ != 1 { // INIT has no id
+			id := binary.BigEndian.Uint32(frame[5:9])
+			r.mu.Lock()
+			if typ != reqClose && r.pendingExcept(reqClose) == 0 {
+				r.rounds++
+			}
+			r.types = append(r.types, typ)
+			r.pending[id] = typ
+			if typ == reqRead {
+				r.maxReads = max(r.maxReads, r.pendingOf(reqRead))
+			}
+			r.changed.Broadcast()
+			r.mu.Unlock()
+		}
+		if _, err := to.Write(frame); err != nil {
+			return
+		}
+	}
+}
+
+func (r *relay) forwardReplies(from io.Reader) {
+	for {
+		frame, err := readFrame(from)
+		if err != nil {
+			return
+		}
+		arrived := time.Now()
+		go func() {
+			var id uint32
+			var typ byte
+			if frame[4] != 2 { // VERSION has no id
+				id = binary.BigEndian.Uint32(frame[5:9])
+				r.mu.Lock()
+				typ = r.pending[id]
+				r.mu.Unlock()
+				time.Sleep(time.Until(arrived.Add(r.rtt)))
+			}
+			r.mu.Lock()
+			switch typ {
+			case reqRead:
+				deadline := time.Now().Add(r.readGate)
+				stop := time.AfterFunc(r.readGate, func() { r.mu.Lock(); r.changed.Broadcast(); r.mu.Unlock() })
+				for r.pendingOf(reqRead) < 2 && r.maxReads < 2 && time.Now().Before(deadline) {
+					r.changed.Wait()
+				}
+				stop.Stop()
+			case reqClose:
+				for r.holdCloses && !r.released {
+					r.changed.Wait()
+				}
+			}
+			// Answered once the FS can see it: before it is written,
+			// since the FS may send its next request at once.
+			r.wmu.Lock()
+			delete(r.pending, id)
+			r.changed.Broadcast()
+			r.mu.Unlock()
+			r.toClient.Write(frame)
+			r.wmu.Unlock()
+		}()
+	}
+}
+
+func readFrame(r io.Reader) ([]byte, error) {
+	var lb [4]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 4+binary.BigEndian.Uint32(lb[:]))
+	copy(frame, lb[:])
+	if _, err := io.ReadFull(r, frame[4:]); err != nil {
+		return nil, err
+	}
+	return frame, nil
+}
+
+// pendingOf counts pending requests of type typ; r.mu is held.
+func (r *relay) pendingOf(typ byte) int {
+	n := 0
+	for _, t := range r.pending {
+		if t == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// pendingExcept counts pending requests not of type typ; r.mu is held.
+func (r *relay) pendingExcept(typ byte) int { return len(r.pending) - r.pendingOf(typ) }
+
+func (r *relay) releaseCloses() {
+	r.mu.Lock()
+	r.released = true
+	r.changed.Broadcast()
+	r.mu.Unlock()
+}
+
+// reset forgets what was counted so far (the connection's start).
+func (r *relay) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.types, r.rounds, r.maxReads = nil, 0, 0
+}
+
+// stats is what the relay counted since the last reset.
+type stats struct {
+	requests int          // all requests, CLOSE included
+	byType   map[byte]int // requests by type
+	rounds   int          // round trips the FS waited for, CLOSE aside
+	maxReads int          // most READ requests outstanding at once
+	seq      string       // request types in order
+}
+
+func (s stats) String() string {
+	return fmt.Sprintf("%d requests, %d round trips (CLOSE aside), at most %d READs at once: %s", s.requests, s.rounds, s.maxReads, s.seq)
+}
+
+// snapshot returns the counts, once every request sent has its reply.
+func (r *relay) snapshot(t *testing.T) stats {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	stop := time.AfterFunc(10*time.Second, func() { r.mu.Lock(); r.changed.Broadcast(); r.mu.Unlock() })
+	defer stop.Stop()
+	for len(r.pending) > 0 && time.Now().Before(deadline) {
+		r.changed.Wait()
+	}
+	s := stats{requests: len(r.types), byType: map[byte]int{}, rounds: r.rounds, maxReads: r.maxReads}
+	var seq bytes.Buffer
+	for i, typ := range r.types {
+		s.byType[typ]++
+		if i > 0 {
+			seq.WriteString(" ")
+		}
+		name := reqNames[typ]
+		if name == "" {
+			name = fmt.Sprint(typ)
+		}
+		seq.WriteString(name)
+	}
+	s.seq = seq.String()
+	return s
+}
+
+// sentOf waits until n requests of type typ have been sent and reports how
+// many of those are still unanswered.
+func (r *relay) sentOf(t *testing.T, typ byte, n int) (unanswered int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	stop := time.AfterFunc(10*time.Second, func() { r.mu.Lock(); r.changed.Broadcast(); r.mu.Unlock() })
+	defer stop.Stop()
+	for bytes.Count(r.types, []byte{typ}) < n {
+		if !time.Now().Before(deadline) {
+			t.Fatalf("%d %s requests sent, want %d", bytes.Count(r.types, []byte{typ}), reqNames[typ], n)
+		}
+		r.changed.Wait()
+	}
+	return r.pendingOf(typ)
+}
+
+// servers are the SFTP servers the round-trip tests count against:
+// pkg/sftp's and OpenSSH's sftp-server.
+var servers = []struct {
+	name  string
+	serve func(t *testing.T) func(*testing.T, io.Reader, io.WriteCloser)
+}{
+	{"pkg-sftp", func(*testing.T) func(*testing.T, io.Reader, io.WriteCloser) { return pkgSFTPServer }},
+	{"openssh-sftp-server", openSSHServer},
+}
+
+// ReadFile waits for five round trips whatever the file's size (up to 64
+// chunks): LSTAT, OPEN, FSTAT, the READs sent together, FSTAT. It does not
+// wait for the CLOSE. (Before: 7 round trips for 2 KiB, 16 for 300 KiB,
+// one READ at a time and the CLOSE awaited.)
+func TestReadFileRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, srv := range servers {
+		for _, tc := range []struct {
+			size  int
+			reads int // data chunks, and the probe at the size
+		}{
+			{2 << 10, 2},
+			{300 << 10, 10 + 1},
+		} {
+			t.Run(fmt.Sprintf("%s/%dKiB", srv.name, tc.size>>10), func(t *testing.T) {
+				t.Parallel()
+				serve := srv.serve(t)
+				name := filepath.Join(t.TempDir(), "f.md")
+				want := bytes.Repeat([]byte("0123456789abcdef"), tc.size/16)
+				if err := os.WriteFile(name, want, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, holdCloses: true}
+				f := startRelayed(t, r, serve)
+				got, fi, err := f.ReadFile(ctxT(t), name, 1<<20)
+				if err != nil || !bytes.Equal(got, want) || fi.Size != int64(tc.size) {
+					t.Fatalf("ReadFile: %d bytes, %+v, %v", len(got), fi, err)
+				}
+				// ReadFile has returned although the answer to its CLOSE
+				// is held back: it did not wait for it.
+				if r.sentOf(t, reqClose, 1) != 1 {
+					t.Fatal("the CLOSE was answered before ReadFile returned, though the relay holds CLOSE answers")
+				}
+				r.releaseCloses()
+				s := r.snapshot(t)
+				t.Logf("ReadFile %d KiB: %v", tc.size>>10, s)
+				if s.rounds != 5 {
+					t.Errorf("%d round trips, want 5 (LSTAT, OPEN, FSTAT, READs, FSTAT)", s.rounds)
+				}
+				if s.byType[reqRead] != tc.reads || s.byType[reqClose] != 1 || s.requests != 5+tc.reads {
+					t.Errorf("requests %s, want LSTAT OPEN FSTAT, %d READs, FSTAT CLOSE", s.seq, tc.reads)
+				}
+				if s.maxReads != tc.reads {
+					t.Errorf("at most %d READs in flight at once, want all %d", s.maxReads, tc.reads)
+				}
+			})
+		}
+	}
+}
