@@ -492,5 +492,6 @@ func startSFTP(client *ssh.Client, jumps []*ssh.Client, cfg Config, log *slog.Lo
 		return nil, err
 	}
 	f.client = client
+	f.linkRename = isOpenSSH(string(client.ServerVersion()))
 	return f, nil
 }

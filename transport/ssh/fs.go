@@ -27,6 +27,10 @@ const readChunk = 32 * 1024
 // file of up to 2 MiB is read in one round trip.
 const readsPerFile = 64
 
+// maxReadRegular bounds how many names Rename remembers ReadFile found
+// regular (for its one-round-trip path on OpenSSH).
+const maxReadRegular = 4096
+
 // maxPendingCloses bounds the CLOSE requests ReadFile leaves in flight
 // without waiting for their answers.
 const maxPendingCloses = 512
@@ -51,6 +55,12 @@ type FS struct {
 	closers []io.Closer
 
 	reader *guardReader // knows why the stream was cut, if the guard cut it
+
+	// linkRename: the server is OpenSSH, whose rename of a regular file
+	// never replaces (see Rename). readRegular holds the names ReadFile
+	// last found to be regular files.
+	linkRename  bool
+	readRegular *nameSet
 
 	closeSem chan struct{}  // a token per CLOSE in flight (closeFile)
 	closeMu  sync.Mutex     // guards closed and closing.Add
@@ -85,7 +95,7 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 		return nil, err
 	}
 	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, reader: gr, closers: closers, done: make(chan struct{}),
-		closeSem: make(chan struct{}, maxPendingCloses)}
+		closeSem: make(chan struct{}, maxPendingCloses), readRegular: newNameSet(maxReadRegular)}
 	// When the SFTP session ends on its own (the peer hung up, or the guard
 	// cut off a protocol violation), mark the FS broken at once with the
 	// real cause, so that every later call fails with ErrBroken instead of
@@ -290,6 +300,7 @@ func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, tr
 }
 
 func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, error) {
+	f.readRegular.forget(name)
 	before, err := f.lstat(name)
 	if err != nil {
 		return nil, transport.FileInfo{}, err
@@ -315,6 +326,7 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 	if opened.Size() != before.Size || !opened.ModTime().Equal(before.ModTime) {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, before.Size, opened.Size())
 	}
+	f.readRegular.add(name) // LSTAT and the handle agree: a regular file
 
 	// The buffer is sized here, from the size Lstat gave and the limit
 	// checked above: whatever the server sends, never more than
@@ -410,26 +422,49 @@ func (f *FS) closeNow(file *sftp.File) {
 	}
 }
 
-// Rename moves oldname to newname and never replaces newname. It checks
-// newname is free, then uses the plain SFTP rename, which OpenSSH carries out
-// with link(2) and unlink(2) and which therefore refuses to replace: a
-// destination created in between still wins. (posix-rename@openssh.com
-// would replace it.)
+// Rename moves oldname to newname and never replaces newname: if newname
+// exists it returns ErrExist and changes nothing.
+//
+// It uses the plain SFTP rename, never posix-rename@openssh.com (which
+// replaces). How that rename treats an existing newname depends on the
+// server, hence two ways:
+//
+//   - In general, it checks with LSTAT that newname is free, then renames:
+//     two round trips. Servers whose rename is rename(2) (pkg/sftp's)
+//     would replace a newname created in between; OpenSSH's would not.
+//   - On OpenSSH (the SSH version banner says so), when ReadFile on this FS
+//     last found oldname to be a regular file, it sends the rename alone:
+//     one round trip. OpenSSH's sftp-server renames a regular file with
+//     link(2) and unlink(2), and link(2) never replaces anything (on a file
+//     system without hard links it checks with stat(2) first, which leaves
+//     the same window as ours). Only if the rename fails does it LSTAT
+//     newname, to tell ErrExist from other failures. For anything else
+//     OpenSSH uses stat(2) and rename(2), which replaces a dangling
+//     symlink at newname: hence the LSTAT first unless oldname was just
+//     read as a regular file (its archive being the common case).
+//
+// A server that lies about its banner gains nothing: the rename runs on its
+// own file system, so it can only get its own files overwritten, which it
+// could do anyway.
 func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 	err := f.call(ctx, func() error {
+		if f.linkRename && f.readRegular.forget(oldname) {
+			err := f.sftp.Rename(oldname, newname)
+			if err == nil {
+				return nil
+			}
+			return f.renameFailed(err, newname)
+		}
 		if _, err := f.sftp.Lstat(newname); err == nil {
 			return transport.ErrExist
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("lstat destination: %w", err)
 		}
 		err := f.sftp.Rename(oldname, newname)
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			return err
+		if err == nil {
+			return nil
 		}
-		if _, lerr := f.sftp.Lstat(newname); lerr == nil {
-			return fmt.Errorf("%w (%v)", transport.ErrExist, err)
-		}
-		return err
+		return f.renameFailed(err, newname)
 	})
 	if err != nil {
 		return fmt.Errorf("sftp: rename %q to %q: %w", oldname, newname, err)
@@ -437,9 +472,69 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 	return nil
 }
 
+// renameFailed classifies a failed rename: ErrExist if newname is there.
+func (f *FS) renameFailed(err error, newname string) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if _, lerr := f.sftp.Lstat(newname); lerr == nil {
+		return fmt.Errorf("%w (%v)", transport.ErrExist, err)
+	}
+	return err
+}
+
+// isOpenSSH reports whether an SSH version banner ("SSH-2.0-OpenSSH_9.2p1
+// Debian-2") names OpenSSH, on any platform.
+func isOpenSSH(banner string) bool {
+	for _, proto := range []string{"SSH-2.0-", "SSH-1.99-"} {
+		if rest, ok := strings.CutPrefix(banner, proto); ok {
+			return strings.HasPrefix(rest, "OpenSSH_")
+		}
+	}
+	return false
+}
+
+// nameSet is a bounded set of names: past its size, the oldest go first.
+type nameSet struct {
+	mu    sync.Mutex
+	names map[string]struct{}
+	ring  []string
+	next  int
+}
+
+func newNameSet(size int) *nameSet {
+	return &nameSet{names: make(map[string]struct{}), ring: make([]string, size)}
+}
+
+// add puts name in the set.
+func (s *nameSet) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.names[name]; ok {
+		return
+	}
+	if old := s.ring[s.next]; old != "" {
+		delete(s.names, old)
+	}
+	s.ring[s.next] = name
+	s.next = (s.next + 1) % len(s.ring)
+	s.names[name] = struct{}{}
+}
+
+// forget takes name out of the set, reporting whether it was there.
+func (s *nameSet) forget(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.names[name]
+	delete(s.names, name) // its ring slot is reused in turn (evicting a
+	// later add of the same name early, which only costs a round trip)
+	return ok
+}
+
 // Mkdir creates one directory and restricts it to mode 0700 (SFTP's mkdir
 // carries no mode through pkg/sftp).
 func (f *FS) Mkdir(ctx context.Context, name string) error {
+	f.readRegular.forget(name)
 	err := f.call(ctx, func() error {
 		err := f.sftp.Mkdir(name)
 		if err != nil {
@@ -459,6 +554,7 @@ func (f *FS) Mkdir(ctx context.Context, name string) error {
 // Remove deletes a file, symlink or empty directory; SFTP's remove and
 // rmdir never follow a symlink.
 func (f *FS) Remove(ctx context.Context, name string) error {
+	f.readRegular.forget(name)
 	err := f.call(ctx, func() error { return f.sftp.Remove(name) })
 	return opErr("remove", name, err)
 }

@@ -119,6 +119,28 @@ func TestOpenSSHPlainRenameRefusesToReplace(t *testing.T) {
 	}
 }
 
+// Rename takes its one-round-trip path on OpenSSH, told by the banner,
+// and only there.
+func TestRenameServerDetection(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		srv  func(*testing.T) *sshdtest.Server
+		want bool
+	}{
+		{"openssh", func(t *testing.T) *sshdtest.Server { return sshdtest.StartOpenSSH(t, sshdtest.Options{SFTPOnly: true}) }, true},
+		{"embedded", func(t *testing.T) *sshdtest.Server { return sshdtest.StartEmbedded(t, sshdtest.Options{}) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := dialT(t, configFor(tc.srv(t)))
+			if f.linkRename != tc.want {
+				t.Fatalf("banner %q: linkRename %v, want %v", f.client.ServerVersion(), f.linkRename, tc.want)
+			}
+		})
+	}
+}
+
 // fakeSFTP is a scripted SFTP server on a pipe, for replies no honest
 // server sends.
 type fakeSFTP struct {

@@ -3,9 +3,11 @@ package sshfs
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/transport"
 )
 
 // SFTP request types the round-trip tests name.
@@ -348,6 +351,121 @@ func TestReadFileRoundTrips(t *testing.T) {
 					t.Errorf("at most %d READs in flight at once, want all %d", s.maxReads, tc.reads)
 				}
 			})
+		}
+	}
+}
+
+// Rename's requests. On OpenSSH, a name ReadFile just found regular is
+// renamed with one request (link(2) semantics: never replaces); anything
+// else is checked first, since OpenSSH's rename of a symlink replaces a
+// dangling symlink. On other servers, always LSTAT then RENAME.
+// (Before: LSTAT then RENAME everywhere.)
+func TestRenameRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		server     int  // index in servers
+		linkRename bool // as Dial would set it for the server
+		read       bool // ReadFile the source first
+		src, dst   string
+		wantErr    error
+		want       string // requests made by Rename
+	}{
+		{"openssh/read", 1, true, true, "a.md", "new.md", nil, "RENAME"},
+		{"openssh/read/exists", 1, true, true, "a.md", "old.md", transport.ErrExist, "RENAME LSTAT"},
+		{"openssh/read/missing-dir", 1, true, true, "a.md", "no/new.md", transport.ErrNotExist, "RENAME"},
+		{"openssh/unread", 1, true, false, "a.md", "new.md", nil, "LSTAT RENAME"},
+		{"openssh/unread/exists", 1, true, false, "a.md", "old.md", transport.ErrExist, "LSTAT"},
+		{"openssh/symlink-onto-dangling", 1, true, false, "link", "dangling", transport.ErrExist, "LSTAT"},
+		{"pkg-sftp/read", 0, false, true, "a.md", "new.md", nil, "LSTAT RENAME"},
+		{"pkg-sftp/read/exists", 0, false, true, "a.md", "old.md", transport.ErrExist, "LSTAT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			serve := servers[tc.server].serve(t)
+			dir := t.TempDir()
+			p := func(n string) string { return filepath.Join(dir, n) }
+			write := func(n, data string) {
+				if err := os.WriteFile(p(n), []byte(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("a.md", "new")
+			write("old.md", "old")
+			if err := os.Symlink("a.md", p("link")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("nowhere", p("dangling")); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshotDir(t, dir)
+			r := &relay{readGate: time.Millisecond}
+			f := startRelayed(t, r, serve)
+			f.linkRename = tc.linkRename
+			if tc.read {
+				if _, _, err := f.ReadFile(ctxT(t), p(tc.src), 100); err != nil {
+					t.Fatal(err)
+				}
+				r.sentOf(t, reqClose, 1)
+				r.snapshot(t)
+				r.reset()
+			}
+			err := f.Rename(ctxT(t), p(tc.src), p(tc.dst))
+			if tc.wantErr == nil && err != nil || tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Rename: %v, want %v", err, tc.wantErr)
+			}
+			if s := r.snapshot(t); s.seq != tc.want {
+				t.Errorf("Rename sent %s, want %s", s.seq, tc.want)
+			}
+			after := snapshotDir(t, dir)
+			if tc.wantErr != nil && !maps.Equal(before, after) {
+				t.Errorf("a failed Rename changed the directory: %v, was %v", after, before)
+			}
+			if tc.wantErr == nil && (after[tc.dst] != before[tc.src] || after[tc.src] != "") {
+				t.Errorf("after Rename: %v, was %v", after, before)
+			}
+		})
+	}
+}
+
+// snapshotDir maps each name in dir to its content, or "-> target" for a
+// symlink.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if target, err := os.Readlink(p); err == nil {
+			out[e.Name()] = "-> " + target
+		} else if b, err := os.ReadFile(p); err == nil {
+			out[e.Name()] = string(b)
+		} else {
+			out[e.Name()] = "?"
+		}
+	}
+	return out
+}
+
+func TestIsOpenSSH(t *testing.T) {
+	for _, tc := range []struct {
+		banner string
+		want   bool
+	}{
+		{"SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3", true},
+		{"SSH-2.0-OpenSSH_for_Windows_8.1", true},
+		{"SSH-1.99-OpenSSH_3.9p1", true},
+		{"SSH-2.0-Go", false},
+		{"SSH-2.0-dropbear_2022.83", false},
+		{"SSH-2.0-OpenSSHish_1.0", false},
+		{"SSH-2.0-AWS_SFTP_1.1", false},
+		{"OpenSSH_9.2", false},
+	} {
+		if got := isOpenSSH(tc.banner); got != tc.want {
+			t.Errorf("isOpenSSH(%q) = %v, want %v", tc.banner, got, tc.want)
 		}
 	}
 }

@@ -41,6 +41,8 @@ func Run(t *testing.T, newFS Factory) {
 		{"ReadFileDirectory", testReadFileDir},
 		{"ReadFileMissing", testReadFileMissing},
 		{"RenameNeverReplaces", testRenameNoReplace},
+		{"RenameAfterReadNeverReplaces", testRenameAfterRead},
+		{"RenameNeverReplacesDanglingSymlink", testRenameDangling},
 		{"RenameMoves", testRename},
 		{"MkdirExisting", testMkdir},
 		{"Remove", testRemove},
@@ -256,6 +258,55 @@ func testRenameNoReplace(t *testing.T, fsys transport.FS, dir string) {
 	}
 	if b, _ := os.ReadFile(src); string(b) != "new" {
 		t.Fatalf("source changed to %q", b)
+	}
+}
+
+// A file just read (an implementation may know it is regular and take a
+// shorter way) is renamed as safely: never onto an existing name.
+func testRenameAfterRead(t *testing.T, fsys transport.FS, dir string) {
+	ctx := ctxT(t)
+	src, dst, free := filepath.Join(dir, "a.md"), filepath.Join(dir, "b.md"), filepath.Join(dir, "c.md")
+	write(t, src, []byte("new"))
+	write(t, dst, []byte("old"))
+	if _, _, err := fsys.ReadFile(ctx, src, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Rename(ctx, src, dst); !errors.Is(err, transport.ErrExist) {
+		t.Fatalf("Rename of a file just read onto existing: %v, want ErrExist", err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "old" {
+		t.Fatalf("destination changed to %q", b)
+	}
+	if _, _, err := fsys.ReadFile(ctx, src, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Rename(ctx, src, free); err != nil {
+		t.Fatalf("Rename of a file just read: %v", err)
+	}
+	if b, err := os.ReadFile(free); err != nil || string(b) != "new" {
+		t.Fatalf("destination: %q %v", b, err)
+	}
+}
+
+// A dangling symlink is a name like any other: renaming a symlink onto it
+// fails with ErrExist. (OpenSSH's rename of a non-regular file would
+// replace it.)
+func testRenameDangling(t *testing.T, fsys transport.FS, dir string) {
+	src, dst := filepath.Join(dir, "a.md"), filepath.Join(dir, "b.md")
+	if err := os.Symlink("target-a", src); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere", dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.Rename(ctxT(t), src, dst); !errors.Is(err, transport.ErrExist) {
+		t.Fatalf("Rename of a symlink onto a dangling symlink: %v, want ErrExist", err)
+	}
+	if l, err := os.Readlink(dst); err != nil || l != "nowhere" {
+		t.Fatalf("destination now %q %v", l, err)
+	}
+	if l, err := os.Readlink(src); err != nil || l != "target-a" {
+		t.Fatalf("source now %q %v", l, err)
 	}
 }
 
