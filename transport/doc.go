@@ -13,4 +13,6 @@
 //   - Rename and Mkdir never replace or modify an existing destination.
 //   - Missing names yield errors matching ErrNotExist; existing destinations
 //     yield errors matching ErrExist.
+//   - Every method is safe to call from many goroutines at once, and each
+//     call's bounds hold on their own.
 package transport

@@ -15,7 +15,9 @@ import (
 // directory holding more names than this is an error, not a memory spike.
 const DefaultMaxEntries = 100_000
 
-// Local is the FS of the machine handoff runs on.
+// Local is the FS of the machine handoff runs on. It holds no state: every
+// method is a few system calls on the names it is given, so any number of
+// goroutines may call it at once.
 type Local struct{}
 
 var _ FS = Local{}
@@ -23,6 +25,7 @@ var _ FS = Local{}
 // NewLocal returns the local transport.
 func NewLocal() Local { return Local{} }
 
+// Home is $HOME, or the account's home directory.
 func (Local) Home(ctx context.Context) (string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
@@ -31,6 +34,7 @@ func (Local) Home(ctx context.Context) (string, error) {
 	return home, nil
 }
 
+// Lstat is lstat(2).
 func (Local) Lstat(ctx context.Context, name string) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return FileInfo{}, err
@@ -42,6 +46,9 @@ func (Local) Lstat(ctx context.Context, name string) (FileInfo, error) {
 	return fromOS(fi), nil
 }
 
+// ReadDir opens name with O_NOFOLLOW (a symlink to a directory is not
+// listed: ENOTDIR) and lstats each entry, 1024 names at a time, failing
+// once more than maxEntries have been read.
 func (Local) ReadDir(ctx context.Context, name string, maxEntries int) ([]FileInfo, error) {
 	if maxEntries <= 0 {
 		maxEntries = DefaultMaxEntries
@@ -82,6 +89,9 @@ func (Local) ReadDir(ctx context.Context, name string, maxEntries int) ([]FileIn
 	}
 }
 
+// ReadFile opens name with O_NOFOLLOW and O_NONBLOCK, checks the handle is a
+// regular file of at most limit bytes, and reads at most its size plus one
+// byte.
 func (Local) ReadFile(ctx context.Context, name string, limit int64) ([]byte, FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, FileInfo{}, err
@@ -122,6 +132,8 @@ func (Local) ReadFile(ctx context.Context, name string, limit int64) ([]byte, Fi
 	return data, fromOS(after), nil
 }
 
+// Rename is renameat2(2) with RENAME_NOREPLACE, or link(2) and unlink(2)
+// on file systems without it: neither ever replaces newname.
 func (Local) Rename(ctx context.Context, oldname, newname string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -143,6 +155,7 @@ func (Local) Rename(ctx context.Context, oldname, newname string) error {
 	return nil
 }
 
+// Mkdir is mkdir(2), mode 0700.
 func (Local) Mkdir(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -150,6 +163,8 @@ func (Local) Mkdir(ctx context.Context, name string) error {
 	return os.Mkdir(name, 0o700)
 }
 
+// Remove is unlink(2), or rmdir(2) for a directory; neither follows a
+// symlink.
 func (Local) Remove(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -157,6 +172,7 @@ func (Local) Remove(ctx context.Context, name string) error {
 	return os.Remove(name)
 }
 
+// Close does nothing: there is no connection.
 func (Local) Close() error { return nil }
 
 func fromOS(fi os.FileInfo) FileInfo {

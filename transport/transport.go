@@ -55,6 +55,11 @@ func (fi FileInfo) IsSymlink() bool { return fi.Mode&fs.ModeSymlink != 0 }
 // Every method takes a context. An implementation must return promptly once
 // the context is done, even if that means tearing down its connection; after
 // that the FS may be unusable and every later call may fail.
+//
+// Every method may be called from many goroutines at once. Calls on
+// distinct names do not affect each other, and bounds (ReadDir's
+// maxEntries, ReadFile's limit) hold for each call on its own. Close may be
+// called while other calls are in flight; they may then fail (ErrBroken).
 type FS interface {
 	// Home returns the absolute home directory of the account the transport
 	// acts as. "~" in manifest paths is expanded against it.

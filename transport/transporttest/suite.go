@@ -9,9 +9,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +50,7 @@ func Run(t *testing.T, newFS Factory) {
 		{"MkdirExisting", testMkdir},
 		{"Remove", testRemove},
 		{"CanceledContext", testCanceled},
+		{"Concurrent", testConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -377,4 +381,93 @@ func testCanceled(t *testing.T, fsys transport.FS, dir string) {
 	if _, _, err := fsys.ReadFile(ctx, filepath.Join(dir, "a.md"), 10); err == nil {
 		t.Fatal("ReadFile with a canceled context succeeded")
 	}
+}
+
+// testConcurrent hammers one FS from 64 goroutines, each renaming its own
+// file along a chain of names in its own directory while checking every
+// answer: Lstat, ReadFile (sizes from empty to past 64 KiB), ReadDir of its
+// directory and of a shared one, Rename onto a free name and onto an
+// existing one. Under -race it also checks the FS for data races.
+func testConcurrent(t *testing.T, fsys transport.FS, dir string) {
+	const workers, steps, shared = 64, 6, 150
+	sharedDir := filepath.Join(dir, "shared")
+	if err := os.Mkdir(sharedDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := range shared {
+		write(t, filepath.Join(sharedDir, fmt.Sprintf("s%03d.md", i)), []byte(strconv.Itoa(i)))
+	}
+	content := func(w, step int) []byte {
+		return append([]byte(fmt.Sprintf("worker %d step %d\n", w, step)), bytes.Repeat([]byte{byte('a' + w%26)}, w*1100+step)...)
+	}
+	wdirs := make([]string, workers)
+	for w := range workers {
+		wdirs[w] = filepath.Join(dir, fmt.Sprintf("w%02d", w))
+		if err := os.Mkdir(wdirs[w], 0o700); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(wdirs[w], "keep.md"), []byte("keep"))
+		if err := os.Symlink("keep.md", filepath.Join(wdirs[w], "l.md")); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(wdirs[w], "f0.md"), content(w, 0))
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			ctx := ctxT(t)
+			wdir := wdirs[w]
+			for step := range steps {
+				cur := filepath.Join(wdir, fmt.Sprintf("f%d.md", step))
+				next := filepath.Join(wdir, fmt.Sprintf("f%d.md", step+1))
+				want := content(w, step)
+				fi, err := fsys.Lstat(ctx, cur)
+				if err != nil || !fi.IsRegular() || fi.Size != int64(len(want)) {
+					t.Errorf("worker %d: Lstat %s: %+v, %v", w, cur, fi, err)
+					return
+				}
+				data, after, err := fsys.ReadFile(ctx, cur, 1<<20)
+				if err != nil || !bytes.Equal(data, want) || after.Size != int64(len(want)) {
+					t.Errorf("worker %d: ReadFile %s: %d bytes (want %d, equal %v), %v", w, cur, len(data), len(want), bytes.Equal(data, want), err)
+					return
+				}
+				if w%4 == 0 {
+					ents, err := fsys.ReadDir(ctx, sharedDir, shared)
+					if err != nil || len(ents) != shared {
+						t.Errorf("worker %d: ReadDir shared: %d entries, %v", w, len(ents), err)
+						return
+					}
+				}
+				ents, err := fsys.ReadDir(ctx, wdir, 3)
+				got := map[string]bool{}
+				for _, e := range ents {
+					got[e.Name] = true
+				}
+				if err != nil || len(ents) != 3 || !got["keep.md"] || !got["l.md"] || !got[filepath.Base(cur)] {
+					t.Errorf("worker %d: ReadDir %s: %v, %v", w, wdir, got, err)
+					return
+				}
+				if err := fsys.Rename(ctx, cur, filepath.Join(wdir, "keep.md")); !errors.Is(err, transport.ErrExist) {
+					t.Errorf("worker %d: Rename onto keep.md: %v, want ErrExist", w, err)
+					return
+				}
+				if b, err := os.ReadFile(filepath.Join(wdir, "keep.md")); err != nil || string(b) != "keep" {
+					t.Errorf("worker %d: keep.md now %q, %v", w, b, err)
+					return
+				}
+				// The next step's content goes in under the next name, by
+				// way of a rename of the current file.
+				write(t, cur, content(w, step+1))
+				if err := fsys.Rename(ctx, cur, next); err != nil {
+					t.Errorf("worker %d: Rename %s: %v", w, cur, err)
+					return
+				}
+				if _, err := fsys.Lstat(ctx, cur); !errors.Is(err, transport.ErrNotExist) {
+					t.Errorf("worker %d: Lstat %s after its rename: %v, want ErrNotExist", w, cur, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
