@@ -28,4 +28,14 @@
 //     "." and "..") entries in memory, even if the server never ends the
 //     listing. Each listing has its own budget, however many run at once on
 //     one connection: a listing cut off leaves the others untouched.
+//   - Every FS method may be called from any number of goroutines at once;
+//     their requests share the one SFTP session (pkg/sftp matches replies
+//     to requests by id), so calls made at once wait out their round trips
+//     together rather than in turn.
+//   - Few round trips per call: ReadFile waits for five (LSTAT, OPEN,
+//     FSTAT, its READs sent together, FSTAT) whatever the file's size up to
+//     2 MiB (64 READs of 32 KiB in flight; larger files stream at that
+//     rate), and does not wait for its CLOSE. Rename on OpenSSH of a file
+//     ReadFile just read takes one (see FS.Rename for why only then), two
+//     otherwise.
 package sshfs

@@ -38,10 +38,12 @@ const maxPendingCloses = 512
 // errClosed is the cause recorded when the caller closes the FS.
 var errClosed = errors.New("the FS was closed")
 
-// FS is a transport.FS on one SFTP session. Its methods may be called
-// concurrently. Once a call's context ends mid-call, or the keepalive finds
-// the peer dead, or Close is called, the connection is gone and every call
-// fails.
+// FS is a transport.FS on one SFTP session. Its methods may be called from
+// any number of goroutines at once: pkg/sftp sends their requests on the one
+// session and matches the replies by id, and the guard follows each listing
+// by id and handle. Once a call's context ends mid-call, or the keepalive
+// finds the peer dead, or Close is called, the connection is gone and every
+// call fails.
 type FS struct {
 	cfg   Config
 	log   *slog.Logger
