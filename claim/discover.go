@@ -1,13 +1,19 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -37,12 +43,50 @@ type Inbox struct {
 // never descends into dot-directories, and skips any directory holding
 // OptOutMarker with everything below it. Declared inboxes always appear in
 // the result, whatever their state; discovered ones appear when they exist.
+//
+// Listings run concurrently (a directory's children are listed as soon as
+// it is, and an inbox as soon as it is found), within bounds on the
+// listings and git index bytes held at once; the result is in the same
+// order as a breadth-first walk in name order: declared inboxes first, then
+// each root's by depth and path.
 func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, error) {
 	home, err := fsys.Home(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("home directory: %w", err)
 	}
-	l := newLister(fsys)
+	d := newDiscovery(fsys)
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var g errgroup.Group
+	g.SetLimit(walkParallel)
+	d.g, d.ctx, d.cancel = &g, gctx, cancel
+	declared := make([]*Inbox, len(cfg.Inboxes))
+	for i, p := range cfg.Inboxes {
+		d.spawn(func() error {
+			in, err := declaredInbox(gctx, fsys, expand(p, home))
+			if err != nil {
+				return err
+			}
+			declared[i] = in
+			d.list(in)
+			return nil
+		})
+	}
+	walks := make([]*walk, len(cfg.Roots))
+	for i, r := range cfg.Roots {
+		walks[i] = &walk{d: d, root: expand(r.Path, home), maxDepth: r.MaxDepth, isHarness: map[string]bool{}}
+		for _, h := range cfg.Harnesses {
+			walks[i].isHarness[h] = true
+		}
+		d.spawn(walks[i].start)
+	}
+	g.Wait()
+	if d.err != nil {
+		return nil, d.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	var out []*Inbox
 	add := func(in *Inbox) {
@@ -50,33 +94,141 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 			return
 		}
 		seen[in.Path] = true
+		d.fill(in)
 		out = append(out, in)
-	}
-	declared := make([]*Inbox, len(cfg.Inboxes))
-	err = inParallel(ctx, len(cfg.Inboxes), walkParallel, func(ctx context.Context, i int) error {
-		var err error
-		declared[i], err = declaredInbox(ctx, fsys, expand(cfg.Inboxes[i], home))
-		return err
-	})
-	if err != nil {
-		return nil, err
 	}
 	for _, in := range declared {
 		add(in)
 	}
-	for _, r := range cfg.Roots {
-		found, err := l.walk(ctx, expand(r.Path, home), r.MaxDepth, cfg.Harnesses)
-		if err != nil {
-			return nil, err
+	for _, w := range walks {
+		slices.SortFunc(w.found, func(a, b found) int {
+			if c := cmp.Compare(a.depth, b.depth); c != 0 {
+				return c
+			}
+			return slices.Compare(a.key, b.key)
+		})
+		for _, f := range w.found {
+			add(f.in)
 		}
-		for _, in := range found {
-			add(in)
-		}
-	}
-	if err := l.listAll(ctx, out); err != nil {
-		return nil, err
 	}
 	return out, nil
+}
+
+// discovery is the shared state of one Discover call.
+type discovery struct {
+	l      *lister
+	g      *errgroup.Group
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	errOnce sync.Once
+	err     error // the first failure; it cancels ctx
+
+	mu       sync.Mutex
+	listings map[string]*listing       // inbox path -> its listing (each inbox listed once)
+	indexes  map[string]*trackedResult // repository -> its git index (each read once)
+}
+
+func newDiscovery(fsys transport.FS) *discovery {
+	return &discovery{l: newLister(fsys), listings: map[string]*listing{}, indexes: map[string]*trackedResult{}}
+}
+
+// spawn runs fn in the group if a slot is free, else right here, so that a
+// walk of any size holds at most walkParallel goroutines (plus the inline
+// recursion, bounded by max_depth).
+func (d *discovery) spawn(fn func() error) {
+	run := func() error {
+		if err := fn(); err != nil {
+			d.errOnce.Do(func() { d.err = err })
+			d.cancel(err)
+		}
+		return nil
+	}
+	if !d.g.TryGo(run) {
+		run()
+	}
+}
+
+// listing is what listing an inbox found.
+type listing struct {
+	state    string
+	err      error
+	ignored  []string
+	ignoredN int
+	cands    []transport.FileInfo
+}
+
+type trackedResult struct {
+	set trackedSet
+	err error
+}
+
+// list starts listing a usable inbox (once per path) and, when it holds
+// candidates, reading its repository's git index (once per repository).
+func (d *discovery) list(in *Inbox) {
+	if in.State != StateOK {
+		return
+	}
+	d.mu.Lock()
+	if d.listings[in.Path] != nil {
+		d.mu.Unlock()
+		return
+	}
+	li := &listing{state: StateOK}
+	d.listings[in.Path] = li
+	d.mu.Unlock()
+	d.spawn(func() error {
+		if err := listInbox(d.ctx, d.l, in.Path, li); err != nil {
+			return err
+		}
+		if len(li.cands) == 0 {
+			return nil
+		}
+		d.mu.Lock()
+		tr := d.indexes[in.Repo]
+		if tr != nil {
+			d.mu.Unlock()
+			return nil
+		}
+		tr = &trackedResult{}
+		d.indexes[in.Repo] = tr
+		d.mu.Unlock()
+		d.spawn(func() error {
+			tr.set, tr.err = readTracked(d.ctx, d.l.fsys, in.Repo, d.l.indexBytes)
+			if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
+				return tr.err // the transport broke
+			}
+			return nil
+		})
+		return nil
+	})
+}
+
+// fill copies an inbox's listing into it, keeping the candidates its
+// repository's git index does not track. Call it after every listing is
+// done.
+func (d *discovery) fill(in *Inbox) {
+	li := d.listings[in.Path]
+	if li == nil {
+		return
+	}
+	in.State, in.Err, in.Ignored, in.IgnoredN = li.state, li.err, li.ignored, li.ignoredN
+	if in.State != StateOK || len(li.cands) == 0 {
+		return
+	}
+	tr := d.indexes[in.Repo]
+	if tr.err != nil {
+		in.State, in.Err = StateGitUnreadable, tr.err
+		return
+	}
+	rel := strings.TrimPrefix(in.Path, in.Repo+"/")
+	for _, c := range li.cands {
+		if tr.set[rel+"/"+c.Name] {
+			in.Tracked++
+			continue
+		}
+		in.Candidates = append(in.Candidates, c)
+	}
 }
 
 func expand(p, home string) string {
@@ -121,96 +273,91 @@ func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, er
 	return in, nil
 }
 
-// walk looks for repositories under root, breadth first, level by level.
-// The directories of one level are listed concurrently; what is found is
-// handled in name order, so the result does not depend on timing.
-func (l *lister) walk(ctx context.Context, root string, maxDepth int, harnesses []string) ([]*Inbox, error) {
-	fsys := l.fsys
-	fi, err := fsys.Lstat(ctx, root)
+// walk looks for repositories under one root. Every directory is listed
+// as soon as its parent is; found records each inbox with its place in a
+// breadth-first walk in name order.
+type walk struct {
+	d         *discovery
+	root      string
+	maxDepth  int
+	isHarness map[string]bool
+	visited   atomic.Int64
+
+	mu    sync.Mutex
+	found []found
+}
+
+type found struct {
+	depth int      // of the repository below the root
+	key   []string // the path from the root to the harness directory, by component
+	in    *Inbox
+}
+
+func (w *walk) start() error {
+	ctx := w.d.ctx
+	fi, err := w.d.l.fsys.Lstat(ctx, w.root)
 	if errors.Is(err, transport.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lstat discovery root %s: %w", root, err)
+		return fmt.Errorf("lstat discovery root %s: %w", w.root, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("discovery root %s is not a directory (symlinks are never followed; name the real path)", root)
+		return fmt.Errorf("discovery root %s is not a directory (symlinks are never followed; name the real path)", w.root)
 	}
-	isHarness := map[string]bool{}
-	for _, h := range harnesses {
-		isHarness[h] = true
+	return w.dir(w.root, nil)
+}
+
+func (w *walk) tooMany() error {
+	return fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(w.root), MaxWalkDirs, w.maxDepth)
+}
+
+// dir lists one directory at depth len(key) and starts on what it holds.
+func (w *walk) dir(dir string, key []string) error {
+	if w.visited.Add(1) > MaxWalkDirs {
+		return w.tooMany()
 	}
-	tooMany := func() error {
-		return fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(root), MaxWalkDirs, maxDepth)
+	ctx := w.d.ctx
+	ents, err := w.d.l.readDir(ctx, dir)
+	if err != nil {
+		if errors.Is(err, transport.ErrNotExist) || ctx.Err() == nil && isPermission(err) {
+			return nil // vanished or unreadable: nothing to find there
+		}
+		return fmt.Errorf("list %s: %w", dir, err)
 	}
-	type harnessAt struct {
-		repo string
-		fi   transport.FileInfo
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
+	if hasEntry(ents, OptOutMarker) {
+		return nil
 	}
-	var out []*Inbox
-	level := []string{root}
-	visited := 0
-	for depth := 0; depth <= maxDepth && len(level) > 0; depth++ {
-		if visited += len(level); visited > MaxWalkDirs {
-			return nil, tooMany()
+	depth := len(key)
+	for _, e := range ents {
+		if CheckName(e.Name) != "" && CheckName(e.Name) != "not-markdown" {
+			continue // a name no real directory has
 		}
-		listed := make([][]transport.FileInfo, len(level))
-		err := inParallel(ctx, len(level), walkParallel, func(ctx context.Context, i int) error {
-			ents, err := l.readDir(ctx, level[i])
-			if err != nil {
-				if errors.Is(err, transport.ErrNotExist) || ctx.Err() == nil && isPermission(err) {
-					return nil // vanished or unreadable: nothing to find there
+		child := append(slices.Clip(key), e.Name)
+		if w.isHarness[e.Name] {
+			w.d.spawn(func() error {
+				in := harnessInbox(ctx, w.d.l.fsys, dir, e)
+				if in == nil {
+					return nil
 				}
-				return fmt.Errorf("list %s: %w", level[i], err)
-			}
-			listed[i] = ents
-			return nil
-		})
-		if err != nil {
-			return nil, err
+				w.mu.Lock()
+				w.found = append(w.found, found{depth: depth, key: child, in: in})
+				w.mu.Unlock()
+				w.d.list(in)
+				return nil
+			})
+			continue
 		}
-		var next []string
-		var found []harnessAt
-		for i, dir := range level {
-			ents := listed[i]
-			listed[i] = nil
-			sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
-			if hasEntry(ents, OptOutMarker) {
-				continue
-			}
-			for _, e := range ents {
-				if CheckName(e.Name) != "" && CheckName(e.Name) != "not-markdown" {
-					continue // a name no real directory has
-				}
-				if isHarness[e.Name] {
-					found = append(found, harnessAt{dir, e})
-					continue
-				}
-				if strings.HasPrefix(e.Name, ".") || !e.IsDir() || depth == maxDepth {
-					continue
-				}
-				if visited+len(next) >= MaxWalkDirs {
-					return nil, tooMany()
-				}
-				next = append(next, path.Join(dir, e.Name))
-			}
+		if strings.HasPrefix(e.Name, ".") || !e.IsDir() || depth == w.maxDepth {
+			continue
 		}
-		inboxes := make([]*Inbox, len(found))
-		err = inParallel(ctx, len(found), walkParallel, func(ctx context.Context, i int) error {
-			inboxes[i] = harnessInbox(ctx, fsys, found[i].repo, found[i].fi)
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if w.visited.Load() >= MaxWalkDirs {
+			return w.tooMany()
 		}
-		for _, in := range inboxes {
-			if in != nil {
-				out = append(out, in)
-			}
-		}
-		level = next
+		w.d.spawn(func() error { return w.dir(path.Join(dir, e.Name), child) })
 	}
-	return out, nil
+	return nil
 }
 
 // harnessInbox returns the inbox under a harness directory entry, or nil if
@@ -247,102 +394,36 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 	return in
 }
 
-// listAll fills the candidates of every usable inbox. Inboxes are listed
-// concurrently, and each repository's git index is read once, concurrently
-// with the others, only when one of its inboxes holds a candidate.
-func (l *lister) listAll(ctx context.Context, inboxes []*Inbox) error {
-	var usable []*Inbox
-	for _, in := range inboxes {
-		if in.State == StateOK {
-			usable = append(usable, in)
-		}
-	}
-	listed := make([][]transport.FileInfo, len(usable))
-	err := inParallel(ctx, len(usable), walkParallel, func(ctx context.Context, i int) error {
-		var err error
-		listed[i], err = listInbox(ctx, l, usable[i])
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	var repos []string
-	indexes := map[string]*trackedResult{}
-	for i, in := range usable {
-		if len(listed[i]) > 0 && indexes[in.Repo] == nil {
-			indexes[in.Repo] = &trackedResult{}
-			repos = append(repos, in.Repo)
-		}
-	}
-	err = inParallel(ctx, len(repos), walkParallel, func(ctx context.Context, i int) error {
-		tr := indexes[repos[i]]
-		tr.set, tr.err = readTracked(ctx, l.fsys, repos[i], l.indexBytes)
-		if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
-			return tr.err // the transport broke
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for i, in := range usable {
-		cands := listed[i]
-		if len(cands) == 0 {
-			continue
-		}
-		tr := indexes[in.Repo]
-		if tr.err != nil {
-			in.State, in.Err = StateGitUnreadable, tr.err
-			continue
-		}
-		rel := strings.TrimPrefix(in.Path, in.Repo+"/")
-		for _, c := range cands {
-			if tr.set[rel+"/"+c.Name] {
-				in.Tracked++
-				continue
-			}
-			in.Candidates = append(in.Candidates, c)
-		}
-	}
-	return nil
-}
-
-type trackedResult struct {
-	set trackedSet
-	err error
-}
-
-// listInbox lists one inbox and returns its plain *.md entries in name
-// order, noting the names it ignores. An inbox that cannot be listed gets
-// state "error"; only a broken transport is returned as an error.
-func listInbox(ctx context.Context, l *lister, in *Inbox) ([]transport.FileInfo, error) {
-	ents, err := l.readDir(ctx, in.Path)
+// listInbox lists one inbox into li: its plain *.md entries in name order,
+// and the names it ignores. An inbox that cannot be listed gets state
+// "error"; only a broken transport is returned as an error.
+func listInbox(ctx context.Context, l *lister, dir string, li *listing) error {
+	ents, err := l.readDir(ctx, dir)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
-			return nil, err
+			return err
 		}
-		in.State, in.Err = StateError, fmt.Errorf("list %s: %w", in.Path, err)
-		return nil, nil
+		li.state, li.err = StateError, fmt.Errorf("list %s: %w", dir, err)
+		return nil
 	}
 	if hasEntry(ents, OptOutMarker) {
-		in.State = StateOptedOut
-		return nil, nil
+		li.state = StateOptedOut
+		return nil
 	}
-	var cands []transport.FileInfo
 	for _, e := range ents {
 		switch CheckName(e.Name) {
 		case "":
-			cands = append(cands, e)
+			li.cands = append(li.cands, e)
 		case "not-markdown":
 		default:
-			in.IgnoredN++
-			if len(in.Ignored) < MaxIgnored {
-				in.Ignored = append(in.Ignored, Quote(e.Name))
+			li.ignoredN++
+			if len(li.ignored) < MaxIgnored {
+				li.ignored = append(li.ignored, Quote(e.Name))
 			}
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool { return cands[i].Name < cands[j].Name })
-	return cands, nil
+	sort.Slice(li.cands, func(i, j int) bool { return li.cands[i].Name < li.cands[j].Name })
+	return nil
 }
 
 func isPermission(err error) bool { return errors.Is(err, fs.ErrPermission) }

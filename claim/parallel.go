@@ -15,14 +15,14 @@ import (
 // at once over the host's one connection, so that a pull pays a round trip
 // per stage (list a level, read, rename, verify) rather than per file.
 const (
-	// walkParallel bounds the listings and lstats discovery keeps in
-	// flight, and the git indexes read at once.
-	walkParallel = 32
+	// walkParallel bounds the listings, lstats and git index reads
+	// discovery keeps in flight.
+	walkParallel = 128
 	// smallListing is the entry budget of a listing made concurrently with
 	// others. A directory with more entries is listed again alone with the
 	// transport's full budget, so that concurrent listings together hold
 	// at most walkParallel×smallListing entries.
-	smallListing = 4096
+	smallListing = 1024
 	// maxIndexBytes bounds the git index bytes held at once by concurrent
 	// index reads (each is at most maxGitIndex).
 	maxIndexBytes = maxGitIndex

@@ -32,8 +32,12 @@ const (
 // concurrently; these bound what is held at once.
 const (
 	// maxInflightFiles bounds the files being read, waiting to be stored
-	// or being archived at once (and so the requests in flight).
-	maxInflightFiles = 128
+	// or being archived at once.
+	maxInflightFiles = 1024
+	// maxOpenReads bounds the files open for reading at once, so that a
+	// host's SFTP server, often limited to 1024 descriptors, never runs
+	// out.
+	maxOpenReads = 128
 	// maxInflightBytes bounds their listed sizes together; a file is read
 	// with its listed size as the limit, so this bounds their data too.
 	maxInflightBytes = 32 << 20
@@ -51,6 +55,7 @@ const (
 // at any point leaves every handoff either still in its inbox or stored (and
 // then acknowledged by the next run); none is lost.
 func Pull(ctx context.Context, fsys transport.FS, cfg Config, spool Spool, rec Recorder, runID string, parses func([]byte) bool) HostReport {
+	fsys = &openLimit{FS: fsys, sem: semaphore.NewWeighted(maxOpenReads)}
 	p := &puller{fsys: fsys, cfg: cfg, spool: spool, rec: rec, runID: runID, parses: parses, log: cfg.Log}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -82,6 +87,20 @@ type puller struct {
 	archiveErrs []error
 	dirs        map[string]bool // archive directories known to exist
 	scanned     atomic.Int64    // inboxes whose candidates have all been started
+}
+
+// openLimit bounds the ReadFile calls in flight on an FS.
+type openLimit struct {
+	transport.FS
+	sem *semaphore.Weighted
+}
+
+func (o *openLimit) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {
+	if err := o.sem.Acquire(ctx, 1); err != nil {
+		return nil, transport.FileInfo{}, err
+	}
+	defer o.sem.Release(1)
+	return o.FS.ReadFile(ctx, name, limit)
 }
 
 type claimed struct {
