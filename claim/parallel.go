@@ -17,12 +17,12 @@ import (
 const (
 	// walkParallel bounds the listings, lstats and git index reads
 	// discovery keeps in flight.
-	walkParallel = 128
+	walkParallel = 256
 	// smallListing is the entry budget of a listing made concurrently with
 	// others. A directory with more entries is listed again alone with the
 	// transport's full budget, so that concurrent listings together hold
 	// at most walkParallel×smallListing entries.
-	smallListing = 1024
+	smallListing = 512
 	// maxIndexBytes bounds the git index bytes held at once by concurrent
 	// index reads (each is at most maxGitIndex).
 	maxIndexBytes = maxGitIndex

@@ -37,7 +37,7 @@ const (
 	// maxOpenReads bounds the files open for reading at once, so that a
 	// host's SFTP server, often limited to 1024 descriptors, never runs
 	// out.
-	maxOpenReads = 128
+	maxOpenReads = 256
 	// maxInflightBytes bounds their listed sizes together; a file is read
 	// with its listed size as the limit, so this bounds their data too.
 	maxInflightBytes = 32 << 20
@@ -86,7 +86,7 @@ type puller struct {
 	deferred    map[string]map[string]int // inbox -> reason -> deferrals
 	archiveErrs []error
 	dirs        map[string]bool // archive directories known to exist
-	scanned     atomic.Int64    // inboxes whose candidates have all been started
+	scanned     atomic.Int64    // inboxes discovered and listed
 }
 
 // openLimit bounds the ReadFile calls in flight on an FS.
@@ -132,7 +132,7 @@ func (p *puller) run(ctx context.Context) error {
 		}
 		work = append(work, in)
 	}
-	p.scanned.Store(int64(len(inboxes) - len(work))) // the skipped ones
+	p.scanned.Store(int64(len(inboxes)))
 	p.progress()
 	if !p.cfg.DryRun {
 		if err := p.confirmArchived(ctx, work); err != nil {
@@ -262,8 +262,6 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 				}(seq, in.Path, fi)
 				seq++
 			}
-			p.scanned.Add(1)
-			p.progress()
 		}
 	}()
 
