@@ -349,7 +349,7 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 	if err != nil && err != io.EOF {
 		return nil, transport.FileInfo{}, err
 	}
-	if probeN > 0 {
+	if probeN > 0 || probeErr == nil {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, size)
 	}
 	if probeErr != io.EOF {

@@ -154,6 +154,9 @@ type fakeSFTP struct {
 	// have arrived (or 5s have passed: heldTimeout).
 	holdOpendirs int
 	heldTimeout  atomic.Bool
+	// handle, if set, is the handle every OPEN and OPENDIR gets (an honest
+	// server gives each open handle its own).
+	handle string
 }
 
 // start serves f on one end of a pipe and returns an FS on the other.
@@ -204,7 +207,11 @@ func (fk *fakeSFTP) serve(c net.Conn) {
 			out = attrs(u32([]byte{105}, id), size, mode)
 		case 3, 11: // OPEN, OPENDIR
 			handles++
-			out = str(u32([]byte{102}, id), "h"+itoa(handles))
+			h := "h" + itoa(handles)
+			if fk.handle != "" {
+				h = fk.handle
+			}
+			out = str(u32([]byte{102}, id), h)
 			if typ == 11 && fk.holdOpendirs > 0 {
 				held = append(held, out)
 				switch {

@@ -331,8 +331,9 @@ func (w *guardWriter) done() {
 }
 
 // guardReader hands pkg/sftp the server's replies one whole frame at a
-// time, replacing with a failure status a NAME reply the guard refuses and
-// an empty DATA reply.
+// time, replacing with a failure status a NAME reply the guard refuses, a
+// HANDLE reply to OPENDIR that repeats an open listing's handle, and an
+// empty DATA reply.
 type guardReader struct {
 	r     io.Reader
 	g     *listGuard

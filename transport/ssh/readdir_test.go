@@ -243,3 +243,47 @@ func TestReadDirListingsOverlap(t *testing.T) {
 	}
 	assertGuardIdle(t, f)
 }
+
+// Invariant: two listings never share a handle, and so never a budget (nor
+// does one's CLOSE leave the other unguarded): a server that hands a second
+// OPENDIR the handle of a listing still open has that OPENDIR refused, and
+// the first listing keeps its own bound.
+func TestReadDirReusedHandle(t *testing.T) {
+	t.Parallel()
+	fk := &fakeSFTP{
+		attrs:        func(byte) (uint64, fs.FileMode) { return 0, fs.ModeDir | 0o700 },
+		readdir:      func(string, int) uint32 { return 100 }, // never ends
+		holdOpendirs: 2,
+		handle:       "same",
+	}
+	f := fk.start(t)
+	const max = 500
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := f.ReadDir(ctxT(t), "/inbox", max)
+			errs <- err
+		}()
+	}
+	var bound, reused int
+	for range 2 {
+		switch err := <-errs; {
+		case err != nil && strings.Contains(err.Error(), "more than 500 entries"):
+			bound++
+		case err != nil && strings.Contains(err.Error(), "reused an open directory handle"):
+			reused++
+		default:
+			t.Errorf("ReadDir: %v, want a too-many-entries or reused-handle error", err)
+		}
+	}
+	if bound != 1 || reused != 1 {
+		t.Errorf("%d listings cut at the bound, %d refused for the reused handle; want one each", bound, reused)
+	}
+	if fk.heldTimeout.Load() {
+		t.Fatal("the two OPENDIRs were never in flight at once")
+	}
+	if got := fk.served.Load(); got > max+2+100 {
+		t.Fatalf("server sent %d entries for one handle; the bound is %d", got, max+2+100)
+	}
+	assertGuardIdle(t, f)
+}
