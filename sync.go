@@ -154,18 +154,47 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
 
-	reports := pullAll(ctx, hosts, opts, st, r.RunID, log)
-	for _, rep := range reports {
-		r.Hosts = append(r.Hosts, hostEntry(rep))
-		r.Counts.Pulled += rep.Stored
-	}
-
 	ing, err := ingest.New(ingest.Options{Workspace: wsDir, RunID: r.RunID, DryRun: opts.DryRun, Log: log}, st.led, st.spool)
 	if err != nil {
 		return nil, err
 	}
 	defer ing.Close()
-	entries, ingErr := ing.Run(ctx)
+
+	// Ingest while the pulls run: whatever a host has stored is applied
+	// while the others are still pulling, and one last pass after the
+	// pulls applies the rest. Only the ingester writes the workspace.
+	stored := make(chan struct{}, 1)
+	pullOpts := opts
+	pullOpts.Progress = func(p HostProgress) {
+		if p.Pulled > 0 {
+			select {
+			case stored <- struct{}{}:
+			default:
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(p)
+		}
+	}
+	var reports []claim.HostReport
+	pulled := make(chan struct{})
+	go func() {
+		defer close(pulled)
+		reports = pullAll(ctx, hosts, pullOpts, st, r.RunID, log)
+	}()
+	entries, ingErr := ingestWhilePulling(ctx, ing, stored, pulled)
+	<-pulled
+	for _, rep := range reports {
+		r.Hosts = append(r.Hosts, hostEntry(rep))
+		r.Counts.Pulled += rep.Stored
+	}
+	if ingErr == nil {
+		// Sources stored after the last pass began (or by a host whose
+		// last progress came with its end) are applied now.
+		var more []ingest.Entry
+		more, ingErr = ing.Run(ctx)
+		entries = append(entries, more...)
+	}
 	for _, e := range entries {
 		r.Handoffs = append(r.Handoffs, receipts.Handoff{
 			Host: e.Host, Inbox: e.Inbox, Name: e.Name, SHA256: e.SHA256, Size: e.Size,
@@ -212,6 +241,26 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		return r, fmt.Errorf("ledger: %w", err)
 	}
 	return r, nil
+}
+
+// ingestWhilePulling applies stored handoffs each time a host reports
+// newly stored ones (at most one pass at a time; reports that arrive
+// during a pass start one more), until the pulls are done. It stops at the
+// first ingest error; the pulls go on.
+func ingestWhilePulling(ctx context.Context, ing *ingest.Ingester, stored <-chan struct{}, pulled <-chan struct{}) ([]ingest.Entry, error) {
+	var all []ingest.Entry
+	for {
+		select {
+		case <-pulled:
+			return all, nil
+		case <-stored:
+		}
+		entries, err := ing.Run(ctx)
+		all = append(all, entries...)
+		if err != nil {
+			return all, err
+		}
+	}
 }
 
 // judge sets a run's outcome and status from its hosts and handoffs.
