@@ -372,15 +372,24 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 	if !harness.IsDir() {
 		return nil
 	}
-	switch _, err := fsys.Lstat(ctx, path.Join(repo, harness.Name, OptOutMarker)); {
-	case err == nil:
+	// Both questions in one round trip: is there an opt-out marker, and
+	// what is the inbox.
+	var optErr error
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		_, optErr = fsys.Lstat(ctx, path.Join(repo, harness.Name, OptOutMarker))
+	}()
+	fi, err := fsys.Lstat(ctx, p)
+	<-asked
+	switch {
+	case optErr == nil:
 		in.State = StateOptedOut
 		return in
-	case !errors.Is(err, transport.ErrNotExist):
-		in.State, in.Err = StateError, err
+	case !errors.Is(optErr, transport.ErrNotExist):
+		in.State, in.Err = StateError, optErr
 		return in
 	}
-	fi, err := fsys.Lstat(ctx, p)
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
 		return nil

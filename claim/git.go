@@ -36,7 +36,17 @@ type trackedSet map[string]bool
 // lstat'ed first and read only once its size is granted.
 func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *semaphore.Weighted) (trackedSet, error) {
 	dotgit := path.Join(repo, ".git")
+	// Most repositories have a .git directory: ask for its index along
+	// with .git itself, in the same round trip.
+	var guess transport.FileInfo
+	var guessErr error
+	guessed := make(chan struct{})
+	go func() {
+		defer close(guessed)
+		guess, guessErr = fsys.Lstat(ctx, path.Join(dotgit, "index"))
+	}()
 	fi, err := fsys.Lstat(ctx, dotgit)
+	<-guessed
 	if errors.Is(err, transport.ErrNotExist) {
 		return nil, nil
 	}
@@ -65,7 +75,11 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *se
 		return nil, fmt.Errorf("%w: %s is neither a directory nor a gitdir file", errGitUnreadable, dotgit)
 	}
 	idxPath := path.Join(gitdir, "index")
-	data, err := readIndex(ctx, fsys, idxPath, budget)
+	var known *transport.FileInfo
+	if gitdir == dotgit && guessErr == nil {
+		known = &guess
+	}
+	data, err := readIndex(ctx, fsys, idxPath, known, budget)
 	if errors.Is(err, transport.ErrNotExist) {
 		if gitdir != dotgit {
 			// A worktree whose main repository is not there: what it
@@ -101,11 +115,18 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *se
 // caller releases len(data) from budget when done with the data. An index
 // that grows between its lstat and its read (git is writing it) is tried
 // once more.
-func readIndex(ctx context.Context, fsys transport.FS, name string, budget *semaphore.Weighted) ([]byte, error) {
+//
+// known, when not nil, is an lstat of name just taken.
+func readIndex(ctx context.Context, fsys transport.FS, name string, known *transport.FileInfo, budget *semaphore.Weighted) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
-		fi, err := fsys.Lstat(ctx, name)
-		if err != nil {
-			return nil, err
+		var fi transport.FileInfo
+		if known != nil && attempt == 0 {
+			fi = *known
+		} else {
+			var err error
+			if fi, err = fsys.Lstat(ctx, name); err != nil {
+				return nil, err
+			}
 		}
 		if fi.Size > maxGitIndex {
 			return nil, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, fi.Size, maxGitIndex)
