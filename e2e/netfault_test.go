@@ -555,8 +555,11 @@ func TestNetFault(t *testing.T) {
 			wantErr: nfErrKeepalive,
 			detect:  keepaliveBound,
 			check: func(t *testing.T, nw *nfWorld, archived int) {
-				if archived != 1 {
-					t.Errorf("the faulty run archived %d handoffs, want exactly the one whose rename answer was lost", archived)
+				// A batch's renames are in flight together, so more than
+				// one may reach the server before the fault cuts it off;
+				// at least the one that triggered it did.
+				if archived < 1 {
+					t.Errorf("the faulty run archived %d handoffs, want at least the one whose rename answer was lost", archived)
 				}
 			},
 			afterConverge: nfRenamesAcknowledged,

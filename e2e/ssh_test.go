@@ -926,19 +926,31 @@ func TestSSHHostFlagTouchesOnlyThatHost(t *testing.T) {
 	treeA := filepath.Join(dir, "a")
 	beforeA := hashTree(t, treeA)
 
-	// Run 1: killed once the first plan is recorded, after b's pull.
+	// Run 1: killed once the first plan is recorded. The ingester runs
+	// while the host is still pulling, so the kill comes after at least
+	// one of b's handoffs is stored, maybe before the rest are. Each is
+	// either stored or still in its inbox (no handoff lost).
 	r := runHandoff(t, childEnv(home, failpoint.Env+"=plan.recorded"), "sync", "--manifest", manifestPath, "--host", "b")
 	if r.code != -9 {
 		t.Fatalf("want the run killed at plan.recorded: %s", r)
 	}
 	assertTreeUnchanged(t, "host a after run 1", beforeA, hashTree(t, treeA))
+	storedBefore := 0
 	for n, c := range backlog {
-		if _, err := os.Stat(filepath.Join(inboxB, n)); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("b's %s not archived by the killed run (%v)", n, err)
+		b, err := os.ReadFile(filepath.Join(ws, ".handoff/spool", sum(c)+".md"))
+		switch {
+		case err == nil && string(b) == c:
+			storedBefore++
+		case errors.Is(err, fs.ErrNotExist):
+			if _, err := os.Stat(filepath.Join(inboxB, n)); err != nil {
+				t.Errorf("b's %s neither stored nor in its inbox: %v", n, err)
+			}
+		default:
+			t.Errorf("b's %s in the spool: %q, %v", n, b, err)
 		}
-		if b, err := os.ReadFile(filepath.Join(ws, ".handoff/spool", sum(c)+".md")); err != nil || string(b) != c {
-			t.Errorf("b's %s not in the spool: %v", n, err)
-		}
+	}
+	if storedBefore == 0 {
+		t.Fatalf("the killed run stored nothing, yet recorded a plan")
 	}
 	if _, err := os.Stat(filepath.Join(ws, ".handoff/receipts/latest.json")); err == nil {
 		t.Errorf("the killed run wrote a receipt")
@@ -961,8 +973,10 @@ func TestSSHHostFlagTouchesOnlyThatHost(t *testing.T) {
 	if len(rc.Hosts) != 1 || rc.Hosts[0].Name != "b" {
 		t.Errorf("hosts %+v, want only b", rc.Hosts)
 	}
-	if rc.Counts.Pulled != 1 {
-		t.Errorf("pulled %d, want 1 (b4.md; the rest was stored by the killed run)", rc.Counts.Pulled)
+	// b4.md is new; of the backlog, the killed run recorded at least the
+	// one it planned (a file in the spool may still lack its ledger row).
+	if rc.Counts.Pulled < 1 || rc.Counts.Pulled > len(backlog) {
+		t.Errorf("pulled %d, want b4.md and at most the %d backlog files the killed run had not recorded", rc.Counts.Pulled, len(backlog)-1)
 	}
 	got := indexHandoffs(t, rc)
 	want := map[string]string{"b1.md": "promoted", "b2.md": "routed", "b3.md": "routed", "b4.md": "routed"}
