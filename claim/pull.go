@@ -103,6 +103,20 @@ func (o *openLimit) ReadFile(ctx context.Context, name string, limit int64) ([]b
 	return o.FS.ReadFile(ctx, name, limit)
 }
 
+// ReadContent is the underlying transport's, if it has one, else ReadFile;
+// either counts against the same bound.
+func (o *openLimit) ReadContent(ctx context.Context, name string, limit int64) ([]byte, error) {
+	if err := o.sem.Acquire(ctx, 1); err != nil {
+		return nil, err
+	}
+	defer o.sem.Release(1)
+	if cr, ok := o.FS.(transport.ContentReader); ok {
+		return cr.ReadContent(ctx, name, limit)
+	}
+	data, _, err := o.FS.ReadFile(ctx, name, limit)
+	return data, err
+}
+
 type claimed struct {
 	src    Source
 	data   []byte
@@ -604,7 +618,13 @@ func (p *puller) ensureDir(ctx context.Context, dir string) error {
 }
 
 func sameContent(ctx context.Context, fsys transport.FS, name, sha string, size int64) (bool, error) {
-	data, _, err := fsys.ReadFile(ctx, name, size)
+	var data []byte
+	var err error
+	if cr, ok := fsys.(transport.ContentReader); ok {
+		data, err = cr.ReadContent(ctx, name, size)
+	} else {
+		data, _, err = fsys.ReadFile(ctx, name, size)
+	}
 	if errors.Is(err, transport.ErrTooLarge) {
 		return false, nil
 	}

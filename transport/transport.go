@@ -97,3 +97,14 @@ type FS interface {
 	// Close releases the connection, if any. It is safe to call twice.
 	Close() error
 }
+
+// ContentReader is implemented by transports that can read a file whose
+// bytes the caller only compares with bytes it already holds more cheaply
+// than ReadFile. ReadContent keeps ReadFile's bounds (it never opens what
+// Lstat does not call a regular file, never returns or holds more than
+// limit+1 bytes, and fails with ErrTooLarge when the file exceeds limit) but
+// need not check the open handle against the name: a file that changed
+// simply compares unequal.
+type ContentReader interface {
+	ReadContent(ctx context.Context, name string, limit int64) ([]byte, error)
+}

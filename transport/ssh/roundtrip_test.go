@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -352,6 +353,51 @@ func TestReadFileRoundTrips(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReadContentRoundTrips: the read-back after an archive rename costs
+// three round trips (LSTAT, OPEN, READs with the probe; CLOSE not waited
+// for), and keeps the bounds: a FIFO is never opened, a file over the limit
+// is refused unread, and a file longer than its stat is refused (a host
+// cannot make it hold more than limit+1 bytes).
+func TestReadContentRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			serve := srv.serve(t)
+			dir := t.TempDir()
+			name := filepath.Join(dir, "f.md")
+			want := bytes.Repeat([]byte("0123456789abcdef"), 128)
+			if err := os.WriteFile(name, want, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, holdCloses: true}
+			f := startRelayed(t, r, serve)
+			got, err := f.ReadContent(ctxT(t), name, int64(len(want)))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("ReadContent: %d bytes, %v", len(got), err)
+			}
+			if r.sentOf(t, reqClose, 1) != 1 {
+				t.Fatal("the CLOSE was answered before ReadContent returned, though the relay holds CLOSE answers")
+			}
+			r.releaseCloses()
+			s := r.snapshot(t)
+			if s.rounds != 3 || s.byType[reqRead] != 2 || s.requests != 5 {
+				t.Errorf("%d round trips, requests %s; want 3 round trips: LSTAT OPEN, 2 READs, CLOSE", s.rounds, s.seq)
+			}
+			if _, err := f.ReadContent(ctxT(t), name, int64(len(want))-1); !errors.Is(err, transport.ErrTooLarge) {
+				t.Errorf("over the limit: %v, want ErrTooLarge", err)
+			}
+			fifo := filepath.Join(dir, "p.md")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.ReadContent(ctxT(t), fifo, 1<<20); !errors.Is(err, transport.ErrNotRegular) {
+				t.Errorf("FIFO: %v, want ErrNotRegular without opening it", err)
+			}
+		})
 	}
 }
 
