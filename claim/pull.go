@@ -55,8 +55,8 @@ const (
 // at any point leaves every handoff either still in its inbox or stored (and
 // then acknowledged by the next run); none is lost.
 func Pull(ctx context.Context, fsys transport.FS, cfg Config, spool Spool, rec Recorder, runID string, parses func([]byte) bool) HostReport {
-	fsys = &openLimit{FS: fsys, sem: semaphore.NewWeighted(maxOpenReads)}
-	p := &puller{fsys: fsys, cfg: cfg, spool: spool, rec: rec, runID: runID, parses: parses, log: cfg.Log}
+	reads := semaphore.NewWeighted(maxOpenReads)
+	p := &puller{raw: fsys, reads: reads, fsys: &openLimit{FS: fsys, sem: reads}, cfg: cfg, spool: spool, rec: rec, runID: runID, parses: parses, log: cfg.Log}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -73,7 +73,9 @@ func Pull(ctx context.Context, fsys transport.FS, cfg Config, spool Spool, rec R
 }
 
 type puller struct {
-	fsys   transport.FS
+	fsys   transport.FS // raw, with its reads counted against reads
+	raw    transport.FS
+	reads  *semaphore.Weighted // files open for reading at once
 	cfg    Config
 	spool  Spool
 	rec    Recorder
@@ -254,10 +256,18 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 					files.Release(1)
 					return
 				}
+				// The read slot is taken here, in discovery order, so
+				// that the files the store stage waits for are read
+				// first.
+				if p.reads.Acquire(ctx, 1) != nil {
+					release(weight)
+					return
+				}
 				work.Add(1)
 				go func(seq int, inbox string, fi transport.FileInfo) {
 					defer work.Done()
 					c, err := p.claim(ctx, inbox, fi)
+					p.reads.Release(1)
 					if err != nil {
 						fail(err)
 					}
@@ -379,7 +389,7 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 	}
 	// The listed size is the limit: a file that grew since it was listed is
 	// changing, and the in-flight budget holds.
-	data, after, err := p.fsys.ReadFile(ctx, name, fi.Size)
+	data, after, err := p.raw.ReadFile(ctx, name, fi.Size) // the caller holds a read slot
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
 		p.log.Info("handoff vanished before it could be read", "host", p.cfg.Host, "name", Quote(name))
