@@ -15,6 +15,7 @@ package durable
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -51,14 +52,41 @@ func WriteFile(root *os.Root, name string, data []byte, perm fs.FileMode) error 
 // WriteFileNoDirSync is WriteFile without the final directory fsync. Callers
 // that write a batch into one directory use it and call SyncDir once: the
 // batch is durable only after that SyncDir returns.
-func WriteFileNoDirSync(root *os.Root, name string, data []byte, perm fs.FileMode) (err error) {
-	tmp, err := tempName(name)
+func WriteFileNoDirSync(root *os.Root, name string, data []byte, perm fs.FileMode) error {
+	t, err := CreateTemp(root, name, data, perm)
 	if err != nil {
 		return err
 	}
+	return t.Rename()
+}
+
+// Temp is new content written and fsynced under a temporary name in the
+// directory of the name it is meant for, and not yet in place. Rename or
+// Swap puts it in place; Remove drops it. Either way the Temp is used up.
+//
+// CreateTemp, Rename and Swap are the steps of WriteFile and ReplaceIf taken
+// apart, so that a caller with many files can write and fsync them
+// concurrently and fsync each directory once: a file put in place is
+// durable only once its directory has been synced (SyncDir).
+type Temp struct {
+	root *os.Root
+	name string // the name it is meant for
+	tmp  string // its temporary name, in the same directory
+	size int64
+	sum  [sha256.Size]byte // of the content, to tell another writer's appends from it
+}
+
+// CreateTemp creates a temporary file with O_EXCL next to name (relative
+// to root), writes data, checks the length, fsyncs and closes it. On any
+// error the temporary file is removed.
+func CreateTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (_ *Temp, err error) {
+	tmp, err := tempName(name)
+	if err != nil {
+		return nil, err
+	}
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
-		return fmt.Errorf("durable: create temp for %s: %w", name, err)
+		return nil, fmt.Errorf("durable: create temp for %s: %w", name, err)
 	}
 	defer func() {
 		if err != nil {
@@ -68,20 +96,35 @@ func WriteFileNoDirSync(root *os.Root, name string, data []byte, perm fs.FileMod
 	}()
 	n, err := f.Write(data)
 	if err != nil {
-		return fmt.Errorf("durable: write %s: %w", name, err)
+		return nil, fmt.Errorf("durable: write %s: %w", name, err)
 	}
 	if n != len(data) {
-		return fmt.Errorf("durable: write %s: short write (%d of %d bytes)", name, n, len(data))
+		return nil, fmt.Errorf("durable: write %s: short write (%d of %d bytes)", name, n, len(data))
 	}
 	syncs.Add(1)
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("durable: fsync %s: %w", name, err)
+		return nil, fmt.Errorf("durable: fsync %s: %w", name, err)
 	}
 	if err = f.Close(); err != nil {
-		return fmt.Errorf("durable: close %s: %w", name, err)
+		return nil, fmt.Errorf("durable: close %s: %w", name, err)
 	}
-	if err = root.Rename(tmp, name); err != nil {
-		return fmt.Errorf("durable: rename into %s: %w", name, err)
+	return &Temp{root: root, name: name, tmp: tmp, size: int64(len(data)), sum: sha256.Sum256(data)}, nil
+}
+
+// Rename puts the content in place under its name, replacing whatever is
+// there. The directory is not synced.
+func (t *Temp) Rename() error {
+	if err := t.root.Rename(t.tmp, t.name); err != nil {
+		t.root.Remove(t.tmp)
+		return fmt.Errorf("durable: rename into %s: %w", t.name, err)
+	}
+	return nil
+}
+
+// Remove deletes the temporary file.
+func (t *Temp) Remove() error {
+	if err := t.root.Remove(t.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
 	return nil
 }
@@ -234,37 +277,43 @@ var ErrConflict = errors.New("file changed by someone else")
 // holds its descriptor longer than that cannot be protected by any
 // replace-by-rename.)
 func ReplaceIf(root *os.Root, name string, data []byte, perm fs.FileMode, ok func(old []byte, existed bool) bool) (late []byte, err error) {
-	dir, base := path.Dir(name), path.Base(name)
-	tmp, err := tempName(name)
+	t, err := CreateTemp(root, name, data, perm)
 	if err != nil {
 		return nil, err
 	}
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	s, late, err := t.Swap(ok)
 	if err != nil {
-		return nil, fmt.Errorf("durable: create temp for %s: %w", name, err)
+		return late, err
 	}
+	defer s.Close()
+	if err := s.Remove(); err != nil {
+		return nil, err
+	}
+	if err := SyncDir(root, path.Dir(name)); err != nil {
+		return nil, err
+	}
+	return s.Late()
+}
+
+// Swap is the compare-and-swap of ReplaceIf with the content already
+// written: it puts t in place only if what it replaces passes ok, else
+// returns ErrConflict (with, as late, whatever another writer appended to
+// t's content in the instant it stood at the name). The directory is not
+// synced: the replacement is durable once the caller's SyncDir returns,
+// and only then should it call Late on the result, which reads what
+// reached the replaced file after the check and closes it. The replaced
+// file stays under t's temporary name until Remove.
+func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []byte, err error) {
+	root, name, tmp := t.root, t.name, t.tmp
+	dir, base := path.Dir(name), path.Base(name)
 	defer func() {
 		if err != nil {
 			root.Remove(tmp)
 		}
 	}()
-	n, err := f.Write(data)
-	if err == nil && n != len(data) {
-		err = fmt.Errorf("short write (%d of %d bytes)", n, len(data))
-	}
-	if err == nil {
-		syncs.Add(1)
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("durable: write %s: %w", name, err)
-	}
 	d, err := root.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("durable: open dir %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("durable: open dir %s: %w", dir, err)
 	}
 	defer d.Close()
 	dfd := int(d.Fd())
@@ -272,78 +321,107 @@ func ReplaceIf(root *os.Root, name string, data []byte, perm fs.FileMode, ok fun
 
 	if _, lerr := root.Lstat(name); errors.Is(lerr, fs.ErrNotExist) {
 		if !ok(nil, false) {
-			return nil, ErrConflict
+			return nil, nil, ErrConflict
 		}
 		err = unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_NOREPLACE)
 		if errors.Is(err, unix.EEXIST) {
-			return nil, ErrConflict // created by someone else just now
+			return nil, nil, ErrConflict // created by someone else just now
 		}
 		if err != nil {
-			return nil, fmt.Errorf("durable: rename into %s: %w", name, err)
+			return nil, nil, fmt.Errorf("durable: rename into %s: %w", name, err)
 		}
-	} else {
-		err = unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE)
-		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-			// The file system cannot exchange: check, then rename. A
-			// change in the instant between them is not detected.
-			old, rerr := readNoFollow(root, name)
-			if rerr != nil || !ok(old, true) {
-				return nil, ErrConflict
-			}
-			if err = root.Rename(tmp, name); err != nil {
-				return nil, fmt.Errorf("durable: rename into %s: %w", name, err)
-			}
-			syncs.Add(1)
-			return nil, d.Sync()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("durable: exchange %s: %w", name, err)
-		}
-		// tmp now names what name held a moment ago.
-		oldf, rerr := root.OpenFile(tmp, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-		var old []byte
-		if rerr == nil {
-			if st, serr := oldf.Stat(); serr != nil || !st.Mode().IsRegular() {
-				rerr = fmt.Errorf("%s is not a regular file", name)
-			} else {
-				old, rerr = io.ReadAll(oldf)
-			}
-		}
+		return &Swapped{}, nil, nil
+	}
+	err = unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// The file system cannot exchange: check, then rename. A change
+		// in the instant between them is not detected.
+		old, rerr := readNoFollow(root, name)
 		if rerr != nil || !ok(old, true) {
-			if oldf != nil {
-				oldf.Close()
-			}
-			if xerr := unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE); xerr != nil {
-				return nil, fmt.Errorf("durable: restore %s after a conflict: %w", name, xerr)
-			}
-			// For a moment name was our new file: whatever another writer
-			// appended to it then is returned as late, with ErrConflict.
-			mine, _ := readNoFollow(root, tmp)
-			if len(mine) > len(data) && string(mine[:len(data)]) == string(data) {
-				return mine[len(data):], ErrConflict
-			}
-			return nil, ErrConflict
+			return nil, nil, ErrConflict
 		}
-		defer oldf.Close()
-		if err = root.Remove(tmp); err != nil {
-			return nil, fmt.Errorf("durable: remove replaced %s: %w", name, err)
+		if err = root.Rename(tmp, name); err != nil {
+			return nil, nil, fmt.Errorf("durable: rename into %s: %w", name, err)
 		}
-		syncs.Add(1)
-		if err := d.Sync(); err != nil {
-			return nil, fmt.Errorf("durable: fsync dir %s: %w", dir, err)
-		}
-		// Whatever reached the replaced file after the check.
-		late, err = io.ReadAll(oldf)
-		if err != nil {
-			return nil, fmt.Errorf("durable: read replaced %s: %w", name, err)
-		}
-		return late, nil
+		return &Swapped{}, nil, nil
 	}
-	syncs.Add(1)
-	if err := d.Sync(); err != nil {
-		return nil, fmt.Errorf("durable: fsync dir %s: %w", dir, err)
+	if err != nil {
+		return nil, nil, fmt.Errorf("durable: exchange %s: %w", name, err)
 	}
-	return nil, nil
+	// tmp now names what name held a moment ago.
+	oldf, rerr := root.OpenFile(tmp, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	var old []byte
+	if rerr == nil {
+		if st, serr := oldf.Stat(); serr != nil || !st.Mode().IsRegular() {
+			rerr = fmt.Errorf("%s is not a regular file", name)
+		} else {
+			old, rerr = io.ReadAll(oldf)
+		}
+	}
+	if rerr != nil || !ok(old, true) {
+		if oldf != nil {
+			oldf.Close()
+		}
+		if xerr := unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE); xerr != nil {
+			return nil, nil, fmt.Errorf("durable: restore %s after a conflict: %w", name, xerr)
+		}
+		// For a moment name was our new file: whatever another writer
+		// appended to it then is returned as late, with ErrConflict.
+		mine, _ := readNoFollow(root, tmp)
+		if int64(len(mine)) > t.size && sha256.Sum256(mine[:t.size]) == t.sum {
+			return nil, mine[t.size:], ErrConflict
+		}
+		return nil, nil, ErrConflict
+	}
+	return &Swapped{root: root, name: name, tmp: tmp, old: oldf, size: int64(len(old))}, nil, nil
+}
+
+// Swapped is a replacement Swap made. Once the directory has been synced
+// the caller reads Late (or calls Close), and removes the replaced file
+// with Remove, now or later: it has a temporary name, so a crash leaves
+// it to RemoveTemps.
+type Swapped struct {
+	root      *os.Root
+	name, tmp string   // what was replaced, and the name the replaced file has now ("" once removed, or when nothing was replaced)
+	old       *os.File // the replaced file, kept open for Late
+	size      int64    // of the replaced file when it was checked
+}
+
+// Size is the size of the replaced file when Swap checked it.
+func (s *Swapped) Size() int64 { return s.size }
+
+// Remove deletes the replaced file.
+func (s *Swapped) Remove() error {
+	if s.tmp == "" {
+		return nil
+	}
+	if err := s.root.Remove(s.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("durable: remove replaced %s: %w", s.name, err)
+	}
+	s.tmp = ""
+	return nil
+}
+
+// Late returns what another writer appended to the replaced file since Swap
+// checked it, and closes it.
+func (s *Swapped) Late() ([]byte, error) {
+	if s.old == nil {
+		return nil, nil
+	}
+	defer s.Close()
+	late, err := io.ReadAll(s.old)
+	if err != nil {
+		return nil, fmt.Errorf("durable: read replaced %s: %w", s.name, err)
+	}
+	return late, nil
+}
+
+// Close releases the replaced file without reading it.
+func (s *Swapped) Close() {
+	if s.old != nil {
+		s.old.Close()
+		s.old = nil
+	}
 }
 
 // readNoFollow reads a regular file without following a symlink and

@@ -107,3 +107,73 @@ func TestReplaceIf(t *testing.T) {
 		t.Fatalf("%d entries left, want only T.md (no temp files)", len(ents))
 	}
 }
+
+// TestSwapLate: the steps of ReplaceIf taken apart. A swap leaves the
+// replaced file under a temporary name until Remove, and Late returns what
+// another writer, holding the file open from before the swap, appended to
+// it after the check. Invariant: another writer's content is never lost
+// unseen; nothing is left behind.
+func TestSwapLate(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	p := filepath.Join(dir, "T.md")
+	if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+
+	tmp, err := CreateTemp(root, "T.md", []byte("new\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old\n" {
+		t.Fatalf("CreateTemp changed the target: %q", b)
+	}
+	s, late, err := tmp.Swap(func(old []byte, existed bool) bool { return existed && string(old) == "old\n" })
+	if err != nil || late != nil {
+		t.Fatalf("Swap: %v, late %q", err, late)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new\n" {
+		t.Fatalf("after Swap the target holds %q", b)
+	}
+	writer.WriteString("late line\n")
+	if err := SyncDir(root, "."); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Late(); err != nil || string(got) != "late line\n" {
+		t.Fatalf("Late = %q, %v; want the line appended after the check", got, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 || !IsTemp(ents[0].Name()) && !IsTemp(ents[1].Name()) {
+		t.Fatalf("before Remove: %v, want T.md and the replaced file under a temporary name", ents)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("after Remove: %v, want only T.md", ents)
+	}
+
+	// A refused swap leaves the target as it was and nothing behind.
+	tmp, err = CreateTemp(root, "T.md", []byte("newer\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tmp.Swap(func(old []byte, existed bool) bool { return false }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("refused Swap: %v, want ErrConflict", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new\n" {
+		t.Fatalf("a refused Swap changed the target to %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("after a refused Swap: %v, want only T.md", ents)
+	}
+}
