@@ -48,6 +48,18 @@ type Ingester struct {
 	spool claim.Spool
 	ws    *workspace
 	log   *slog.Logger
+
+	// Batch limits (see batch.go); tests lower them.
+	batchMax   int
+	batchBytes int
+
+	// Replaced target files kept until the end of the run (see retire).
+	retired      []*durable.Swapped
+	retiredBytes int64
+
+	// beforeReplace, when set (by tests), runs after a batch's new files
+	// are durable and before its targets are replaced.
+	beforeReplace func()
 }
 
 // New prepares an ingester over an open ledger and spool.
@@ -60,7 +72,7 @@ func New(opts Options, led *Ledger, spool claim.Spool) (*Ingester, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Ingester{opts: opts, led: led, spool: spool, ws: ws, log: log}, nil
+	return &Ingester{opts: opts, led: led, spool: spool, ws: ws, log: log, batchMax: batchMax, batchBytes: batchMaxBytes}, nil
 }
 
 // Close releases the workspace handle.
@@ -68,13 +80,17 @@ func (in *Ingester) Close() error { return in.ws.Close() }
 
 // Run first finishes plans a crashed run left behind, then decides and
 // applies every stored source that has no result yet, in the order they
-// were stored. It returns one Entry per source it gave a result to.
+// were stored. It returns one Entry per source it gave a result to, in
+// that order.
 //
 // Guarantees: a handoff's content is applied at most once (by hash, across
 // runs); a target is only replaced while it still hashes to the plan's
 // before-hash; a backup of its prior content is durable before it is
 // replaced; a crash at any point is finished by the next Run without a
 // second application.
+//
+// Sources are taken in batches (see batch.go): the guarantee is per
+// handoff, the cost of the fsyncs and ledger commits is shared.
 func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
 	if err := in.ws.removeTemps(); err != nil {
 		return nil, fmt.Errorf("ingest: remove temporary files: %w", err)
@@ -84,33 +100,20 @@ func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	for _, p := range plans {
+	for i, p := range plans {
 		src, err := in.led.source(ctx, p.SourceID)
 		if err != nil {
 			return out, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
 		}
 		in.log.Info("finishing interrupted plan", "plan", p.ID, "target", p.Target)
-		e, err := in.apply(ctx, src, p)
+		e, err := in.apply(ctx, src, p, plans[i+1:])
 		if err != nil {
 			return out, err
 		}
 		out = append(out, e)
 	}
-	srcs, err := in.led.pendingSources(ctx)
-	if err != nil {
-		return out, fmt.Errorf("ingest: %w", err)
-	}
-	for _, src := range srcs {
-		if err := ctx.Err(); err != nil {
-			return out, err
-		}
-		e, err := in.one(ctx, src)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	entries, err := in.runBatches(ctx)
+	return append(out, entries...), err
 }
 
 func entryFor(src sourceRow, o outcome) Entry {
@@ -130,51 +133,6 @@ func (in *Ingester) record(ctx context.Context, src sourceRow, o outcome, planID
 	return entryFor(src, o), nil
 }
 
-func (in *Ingester) one(ctx context.Context, src sourceRow) (Entry, error) {
-	known, err := in.led.handoffKnown(ctx, src.SHA256)
-	if err != nil {
-		return Entry{}, fmt.Errorf("ingest: %w", err)
-	}
-	if known {
-		return in.record(ctx, src, outcome{Result: ResultDuplicate}, 0)
-	}
-	data, err := in.spool.Get(src.SHA256)
-	if err != nil {
-		return Entry{}, fmt.Errorf("ingest: %s from %s: %w", claim.Quote(src.Name), src.Host, err)
-	}
-	h, err := Parse(data)
-	if err != nil {
-		var pe *ParseError
-		reason := ReasonParseError
-		if errors.As(err, &pe) {
-			reason = pe.Reason
-		}
-		return in.record(ctx, src, outcome{Result: ResultMalformed, Reason: reason}, 0)
-	}
-	if probs := h.Validate(); len(probs) > 0 {
-		return in.review(ctx, src, data, outcome{Reason: probs[0].Reason, Action: h.Action}, 0)
-	}
-	p, reason, err := in.plan(src, h)
-	if err != nil {
-		return Entry{}, err
-	}
-	if reason != "" {
-		o := outcome{Reason: reason, Action: h.Action}
-		if p != nil {
-			o.Target = p.Target
-		}
-		return in.review(ctx, src, data, o, 0)
-	}
-	if in.opts.DryRun {
-		return in.record(ctx, src, p.outcome(), 0)
-	}
-	if err := in.led.insertPlan(ctx, in.opts.RunID, p); err != nil {
-		return Entry{}, fmt.Errorf("ingest: record plan: %w", err)
-	}
-	failpoint.Inject("plan.recorded")
-	return in.apply(ctx, src, p)
-}
-
 func (p *plan) outcome() outcome {
 	r := ResultPromoted
 	if p.Kind == kindDocument {
@@ -192,13 +150,27 @@ const (
 	kindDocument = "document"
 )
 
-// plan decides the change a valid handoff makes. A non-empty reason routes
-// it to review instead.
-func (in *Ingester) plan(src sourceRow, h *Handoff) (*plan, string, error) {
+// readFunc reads a target for the planner: its content, whether it
+// exists, and the content's SHA-256 ("" when absent). It fails with
+// *errUnsafe for a target that cannot be written safely.
+type readFunc func(target string) (data []byte, exists bool, sum string, err error)
+
+// readDisk is the readFunc of the workspace as it is on disk.
+func (in *Ingester) readDisk(target string) ([]byte, bool, string, error) {
+	data, exists, err := in.ws.read(target)
+	if err != nil || !exists {
+		return nil, false, "", err
+	}
+	return data, true, hash(data), nil
+}
+
+// plan decides the change a valid handoff makes to its target as read
+// returns it. A non-empty reason routes it to review instead.
+func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, string, error) {
 	p := &plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}
 	if h.Card != nil {
 		p.Kind, p.Target = kindCard, CardsDir+"/"+h.Card.Name
-		cur, exists, err := in.ws.read(p.Target)
+		cur, exists, sum, err := read(p.Target)
 		if reason, err := unsafeReason(err); reason != "" || err != nil {
 			return p, reason, err
 		}
@@ -207,13 +179,12 @@ func (in *Ingester) plan(src sourceRow, h *Handoff) (*plan, string, error) {
 			return p, ReasonCardExists, nil
 		case h.Action == ActionUpdateCard && !exists:
 			return p, ReasonCardMissing, nil
-		case h.Action == ActionUpdateCard && hash(cur) != h.Card.ExpectedSHA256:
+		case h.Action == ActionUpdateCard && sum != h.Card.ExpectedSHA256:
 			return p, ReasonHashConflict, nil
 		}
-		if exists {
-			p.Before = hash(cur)
-		}
+		p.Before, p.cur = sum, cur
 		p.Content = []byte(h.Card.Content)
+		p.next = p.Content
 		p.After = hash(p.Content)
 		return p, "", nil
 	}
@@ -222,21 +193,22 @@ func (in *Ingester) plan(src sourceRow, h *Handoff) (*plan, string, error) {
 	}
 	p.Kind, p.Target = kindDocument, h.Document.Target
 	p.Content = []byte(h.Document.Content)
-	cur, exists, err := in.ws.read(p.Target)
+	cur, _, sum, err := read(p.Target)
 	if reason, err := unsafeReason(err); reason != "" || err != nil {
 		return p, reason, err
 	}
-	if exists {
-		p.Before = hash(cur)
-	}
-	p.After = hash(AppendDocument(cur, h.Document.Content))
+	p.Before, p.cur = sum, cur
+	p.next = AppendDocument(cur, h.Document.Content)
+	p.After = hash(p.next)
 	return p, "", nil
 }
 
 // apply carries a recorded plan to its end: backup, guarded write,
 // bookkeeping. It is also how an interrupted plan is finished, so every
-// step checks what is already on disk.
-func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, error) {
+// step checks what is already on disk. later are the plans recorded after
+// p that are not finished either, in order: a batch may have planned
+// several of them on top of each other on one target (see superseded).
+func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, later []*plan) (Entry, error) {
 	// Each pass either finishes or changes something (a re-plan, a lost
 	// race); a target that keeps changing under us goes to review.
 	for attempt := 0; ; attempt++ {
@@ -310,6 +282,12 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, e
 				in.keepLate(p.Target, next, late, lateName)
 			}
 			return e, err
+		case superseded(p, later, curHash):
+			// The write happened, and so did the write of a plan made on
+			// top of it in the same batch: only bookkeeping is left.
+			// Re-planning here would append p's content a second time.
+			in.log.Info("a later plan of the same batch already replaced this plan's write", "plan", p.ID, "target", p.Target)
+			return in.record(ctx, src, p.outcome(), p.ID)
 		case p.Kind == kindDocument && p.Replans == 0:
 			// Someone appended to the document since the plan was made.
 			// Appending is safe to redo on the new content, once.
@@ -327,6 +305,34 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan) (Entry, e
 	}
 }
 
+// superseded reports whether cur, the target's content hash, is the
+// after-hash of a plan in later that was made on top of p: directly (its
+// before-hash is p's after-hash) or through a chain of such plans on the
+// same target. Such a plan can only have been written by compare-and-swap
+// over p's result, so p's write happened before a crash; a batch plans
+// several handoffs to one document this way and a crash can fall between
+// their writes.
+//
+// It is asked only when cur is neither p's before-hash nor its after-hash.
+// Documents grow with every append, so a chain of them never repeats a
+// hash. A card chain can (A, then B, then A again): a card holding A then
+// counts as not yet written, and the chain is written again from the
+// start, which leaves the card as the chain leaves it and every plan with
+// its backup.
+func superseded(p *plan, later []*plan, cur string) bool {
+	after := p.After
+	for _, q := range later {
+		if q.Target != p.Target || q.Before != after {
+			continue
+		}
+		if q.After == cur {
+			return true
+		}
+		after = q.After
+	}
+	return false
+}
+
 // keepLate puts back bytes another writer appended to the target's old file
 // in the instant it was being replaced: they go after the new content, so
 // no edit is lost. They are already saved under .handoff/backups; should
@@ -336,6 +342,16 @@ func (in *Ingester) keepLate(target string, written, late []byte, saved string) 
 	in.log.Warn("another writer appended while the target was replaced; keeping its text", "target", target, "bytes", len(late))
 	cur := written
 	var err error
+	if cur == nil {
+		// The caller no longer holds what it wrote: append to what the
+		// target holds now.
+		c, exists, rerr := in.ws.read(target)
+		if rerr != nil || !exists {
+			in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", BackupsDir+"/"+saved, "err", rerr)
+			return
+		}
+		cur = c
+	}
 	for attempt := 0; attempt < maxApplyAttempts; attempt++ {
 		var more []byte
 		want := hash(cur)

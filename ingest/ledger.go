@@ -3,9 +3,9 @@ package ingest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
@@ -241,9 +241,18 @@ type sourceRow struct {
 	ArchivedAs string
 }
 
+// pendingSources returns every stored source without a result, in the
+// order they were stored.
 func (l *Ledger) pendingSources(ctx context.Context) ([]sourceRow, error) {
+	return l.pendingSourcesAfter(ctx, 0, -1)
+}
+
+// pendingSourcesAfter returns up to limit (all when negative) stored
+// sources without a result whose id is greater than after, in the order
+// they were stored: one page of the ingester's work.
+func (l *Ledger) pendingSourcesAfter(ctx context.Context, after int64, limit int) ([]sourceRow, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as
-		FROM sources WHERE result = '' ORDER BY id`)
+		FROM sources WHERE result = '' AND id > ? ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -266,14 +275,31 @@ func (l *Ledger) source(ctx context.Context, id int64) (sourceRow, error) {
 	return s, err
 }
 
-// handoffKnown reports whether content with this hash already has a result.
-func (l *Ledger) handoffKnown(ctx context.Context, sha string) (bool, error) {
-	var one int
-	err := l.db.QueryRowContext(ctx, `SELECT 1 FROM handoffs WHERE sha256 = ?`, sha).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+// knownHandoffs returns which of the given content hashes already have a
+// result: one query for a whole batch.
+func (l *Ledger) knownHandoffs(ctx context.Context, shas []string) (map[string]bool, error) {
+	known := map[string]bool{}
+	if len(shas) == 0 {
+		return known, nil
 	}
-	return err == nil, err
+	args := make([]any, len(shas))
+	for i, s := range shas {
+		args[i] = s
+	}
+	q := `SELECT sha256 FROM handoffs WHERE sha256 IN (?` + strings.Repeat(", ?", len(shas)-1) + `)`
+	rows, err := l.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		known[s] = true
+	}
+	return known, rows.Err()
 }
 
 // outcome is what the ingester decided for one source.
@@ -281,35 +307,70 @@ type outcome struct {
 	Result, Reason, Action, Target, Before, After string
 }
 
+// finished is one source's result, ready to be recorded.
+type finished struct {
+	src    sourceRow
+	o      outcome
+	planID int64
+}
+
 // finish records a source's result and, unless it is a duplicate, the
 // handoff's, in one transaction. planID, when not zero, is marked done or
 // abandoned in the same transaction.
 func (l *Ledger) finish(ctx context.Context, runID string, src sourceRow, o outcome, planID int64) error {
+	return l.finishAll(ctx, runID, []finished{{src, o, planID}})
+}
+
+// finishAll records many results as finish does, all in one transaction:
+// a batch's bookkeeping costs one commit.
+func (l *Ledger) finishAll(ctx context.Context, runID string, fs []finished) error {
+	if len(fs) == 0 {
+		return nil
+	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	at := now()
-	if _, err := tx.ExecContext(ctx, `UPDATE sources SET result = ?, reason = ?, ingest_run = ?, ingested_at = ? WHERE id = ?`,
-		o.Result, o.Reason, runID, at, src.ID); err != nil {
+	srcStmt, err := tx.PrepareContext(ctx, `UPDATE sources SET result = ?, reason = ?, ingest_run = ?, ingested_at = ? WHERE id = ?`)
+	if err != nil {
 		return err
 	}
-	if o.Result != ResultDuplicate {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO handoffs
-			(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			src.SHA256, src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at); err != nil {
+	defer srcStmt.Close()
+	var hoStmt, planStmt *sql.Stmt
+	at := now()
+	for _, f := range fs {
+		o := f.o
+		if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.src.ID); err != nil {
 			return err
 		}
-	}
-	if planID != 0 {
-		state := planDone
-		if o.Result == ResultReview {
-			state = planAbandoned
+		if o.Result != ResultDuplicate {
+			if hoStmt == nil {
+				if hoStmt, err = tx.PrepareContext(ctx, `INSERT INTO handoffs
+					(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+					return err
+				}
+				defer hoStmt.Close()
+			}
+			if _, err := hoStmt.ExecContext(ctx, f.src.SHA256, f.src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE plans SET state = ? WHERE id = ?`, state, planID); err != nil {
-			return err
+		if f.planID != 0 {
+			if planStmt == nil {
+				if planStmt, err = tx.PrepareContext(ctx, `UPDATE plans SET state = ? WHERE id = ?`); err != nil {
+					return err
+				}
+				defer planStmt.Close()
+			}
+			state := planDone
+			if o.Result == ResultReview {
+				state = planAbandoned
+			}
+			if _, err := planStmt.ExecContext(ctx, state, f.planID); err != nil {
+				return err
+			}
 		}
 	}
 	return tx.Commit()
@@ -328,18 +389,43 @@ type plan struct {
 	Content  []byte // card: the whole file; document: the text appended
 	Backup   string
 	Replans  int
+
+	// What the planner read and computed; never stored.
+	cur  []byte // the target's content the plan was made on (nil when absent)
+	next []byte // the target's content once the plan is applied
 }
 
-func (l *Ledger) insertPlan(ctx context.Context, runID string, p *plan) error {
-	res, err := l.db.ExecContext(ctx, `INSERT INTO plans
-		(sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, now())
+// insertPlans records plans in one transaction and sets their ids.
+func (l *Ledger) insertPlans(ctx context.Context, runID string, ps []*plan) error {
+	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	p.ID, err = res.LastInsertId()
-	return err
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO plans
+		(sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	at := now()
+	for _, p := range ps {
+		res, err := stmt.ExecContext(ctx, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
+		if err != nil {
+			return err
+		}
+		if p.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		for _, p := range ps {
+			p.ID = 0
+		}
+		return err
+	}
+	return nil
 }
 
 func (l *Ledger) updatePlan(ctx context.Context, p *plan) error {

@@ -22,16 +22,18 @@ const Env = "HANDOFF_FAILPOINT"
 
 // Names lists every failpoint, in pipeline order.
 var Names = []string{
-	"store.spooled",    // spool file renamed into place, directory not yet synced
-	"store.synced",     // spool directory synced, source not yet in the ledger
-	"store.recorded",   // source recorded in the ledger, remote not yet archived
-	"ack.renamed",      // one source archived on its host
-	"plan.recorded",    // plan row committed, no backup yet
-	"backup.written",   // backup of the target written
-	"commit.written",   // target written, bookkeeping not done
-	"bookkeeping.done", // handoff's result recorded
-	"review.written",   // review draft written, result not yet recorded
-	"receipt.written",  // receipt file written, latest.json not yet replaced
+	"store.spooled",        // spool file renamed into place, directory not yet synced
+	"store.synced",         // spool directory synced, source not yet in the ledger
+	"store.recorded",       // source recorded in the ledger, remote not yet archived
+	"ack.renamed",          // one source archived on its host
+	"plan.recorded",        // a batch's plan rows committed, no backup yet
+	"backup.written",       // backups of a batch's targets durable
+	"review.written",       // a batch's review drafts durable, results not yet recorded
+	"batch.files-synced",   // a batch's new files durable (backups, drafts, targets' new contents under temporary names), no target replaced
+	"commit.written",       // one target replaced, its directory not yet synced, bookkeeping not done
+	"batch.targets-synced", // a batch's targets replaced and their directories synced, results not yet recorded
+	"bookkeeping.done",     // results recorded
+	"receipt.written",      // receipt file written, latest.json not yet replaced
 }
 
 var (

@@ -1,0 +1,653 @@
+package ingest
+
+// Group commit: the guarantee is per handoff, the cost need not be.
+//
+// Pending sources are taken in batches of up to batchMax sources (fewer
+// when their new files add up to batchMaxBytes). A batch is
+//
+//  1. decided: the ledger is asked once which of its hashes already have a
+//     result, then every source is decided in order, as if one by one:
+//     each plan is made on the target as the batch's earlier plans leave
+//     it (the batch's view), so two handoffs appending to one document are
+//     planned one on top of the other, exactly as a sequential run would.
+//     The batch's new files (backups, review drafts, the targets' new
+//     contents) are written and fsynced under temporary names by a few
+//     workers meanwhile;
+//  2. recorded: all its plans are committed in one transaction (failpoint
+//     plan.recorded);
+//  3. its backups and drafts are renamed into place once the workers are
+//     done, and their directories fsynced once (backup.written,
+//     review.written, batch.files-synced);
+//  4. each target is replaced by compare-and-swap, in order, one plan at a
+//     time (commit.written after each), then each target directory is
+//     fsynced once (batch.targets-synced);
+//  5. every result is recorded in one transaction (bookkeeping.done).
+//
+// So per plan, as before: the plan is durable before its backup is put in
+// place; the backup is durable before the target is replaced; the target
+// is replaced only while it still holds the plan's before-hash, by its own
+// rename; the replacement is durable before the result is recorded.
+//
+// While a batch goes through steps 2 to 5, the next one is decided (step 1)
+// on the view the current one leaves, so the workers keep writing. Should
+// the current batch find a target changed by another writer, the next one
+// was planned on the wrong content: its files are dropped and it is decided
+// again once the current batch is done.
+//
+// Several plans of a batch may be in flight on one target: plan 2 was made
+// on plan 1's result and plan 2's write replaces plan 1's. A crash between
+// them leaves both plans unfinished with the target at plan 1's or plan
+// 2's after-hash, and recovery (apply) recognises a plan whose write was
+// replaced by a later plan of its chain (superseded), instead of taking the
+// unknown hash for a concurrent edit and appending a second time.
+//
+// A target another writer changed between planning and replacing is
+// handled one plan at a time, as before (apply: look again, re-plan a
+// document once, a card goes to review), after the rest of the batch is
+// recorded, together with every later plan of the batch on that target.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/failpoint"
+)
+
+const (
+	// batchMax is the most sources decided and applied together.
+	batchMax = 256
+	// batchMaxBytes bounds the new file content a batch holds (backups,
+	// drafts, new target contents); a batch closes once it is reached, so
+	// memory stays bounded whatever the sizes of documents and handoffs.
+	// Two batches are in flight at a time.
+	batchMaxBytes = 16 << 20
+	// stageWorkers write and fsync a batch's new files concurrently.
+	stageWorkers = 4
+	// retireMaxBytes and retireMaxFiles bound the replaced target files
+	// kept (under temporary names) until the end of a run.
+	retireMaxBytes = 64 << 20
+	retireMaxFiles = 8192
+)
+
+// staged is a new file a stager writes under a temporary name.
+type staged struct {
+	name string
+	data []byte
+	tmp  *durable.Temp // set once written and fsynced; nil when used up
+	err  error
+	wg   *sync.WaitGroup
+}
+
+// stager is a small pool of workers that create, write and fsync new files
+// (durable.CreateTemp), so that their fsyncs overlap each other and the
+// ingester's own work.
+type stager struct {
+	ws   *workspace
+	jobs chan *staged
+	wg   sync.WaitGroup
+}
+
+func startStager(ws *workspace) *stager {
+	st := &stager{ws: ws, jobs: make(chan *staged, stageWorkers)}
+	for range stageWorkers {
+		st.wg.Go(func() {
+			for f := range st.jobs {
+				f.tmp, f.err = durable.CreateTemp(st.ws.root, f.name, f.data, 0o644)
+				f.data = nil
+				f.wg.Done()
+			}
+		})
+	}
+	return st
+}
+
+func (st *stager) stop() {
+	close(st.jobs)
+	st.wg.Wait()
+}
+
+// item is one source of a batch and what became of it.
+type item struct {
+	src sourceRow
+	o   outcome
+	p   *plan // a plan to apply, or nil
+
+	draft, backup, temp *staged
+
+	swapped  *durable.Swapped
+	late     []byte // another writer's bytes appended to the replaced file
+	lateName string
+	slow     bool // left to apply, one plan at a time
+}
+
+// viewed is a target as a batch's plans leave it.
+type viewed struct {
+	data   []byte
+	exists bool
+	sum    string
+}
+
+// batch is the state of one batch.
+type batch struct {
+	in    *Ingester
+	st    *stager
+	items []*item
+	known map[string]bool // hashes with a result in the ledger
+	prev  *batch          // the batch before, being applied meanwhile, or nil
+	seen  map[string]bool // hashes given a result in this batch
+	// view holds the targets this batch plans changes to, as its plans
+	// leave them; prev's view stands for what prev is about to write.
+	view  map[string]viewed
+	dirs  map[string]bool // directories made sure of
+	files []*staged
+	wg    sync.WaitGroup
+	bytes int
+}
+
+// srcQueue hands out pending sources in storage order, a page at a time.
+type srcQueue struct {
+	led   *Ledger
+	after int64
+	buf   []sourceRow
+	done  bool
+}
+
+// peek returns up to max of the next pending sources.
+func (q *srcQueue) peek(ctx context.Context, max int) ([]sourceRow, error) {
+	for len(q.buf) < max && !q.done {
+		rows, err := q.led.pendingSourcesAfter(ctx, q.after, max)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: %w", err)
+		}
+		if len(rows) < max {
+			q.done = true
+		}
+		if len(rows) > 0 {
+			q.after = rows[len(rows)-1].ID
+			q.buf = append(q.buf, rows...)
+		}
+	}
+	return q.buf[:min(max, len(q.buf))], nil
+}
+
+func (q *srcQueue) consume(n int) { q.buf = q.buf[n:] }
+
+// runBatches decides and applies every pending source, batch by batch, the
+// next batch decided while the current one is applied. It returns the
+// entries in storage order.
+func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
+	var st *stager
+	if !in.opts.DryRun {
+		st = startStager(in.ws)
+		defer st.stop()
+		defer in.removeRetired()
+	}
+	q := &srcQueue{led: in.led}
+	srcs, err := q.peek(ctx, in.batchMax)
+	if err != nil || len(srcs) == 0 {
+		return nil, err
+	}
+	cur, err := in.decideBatch(ctx, st, srcs, nil)
+	if err != nil {
+		return nil, err
+	}
+	q.consume(len(cur.items))
+	for cur != nil {
+		next, nextSrcs, nextErr := (*batch)(nil), []sourceRow(nil), error(nil)
+		done := make(chan struct{})
+		if err := ctx.Err(); err != nil {
+			cur.cleanup()
+			return out, err
+		}
+		if nextSrcs, err = q.peek(ctx, in.batchMax); err != nil {
+			cur.cleanup()
+			return out, err
+		}
+		if len(nextSrcs) > 0 && !in.opts.DryRun {
+			go func() {
+				defer close(done)
+				next, nextErr = in.decideBatch(ctx, st, nextSrcs, cur)
+			}()
+		} else {
+			close(done)
+		}
+		entries, moved, err := cur.apply(ctx)
+		out = append(out, entries...)
+		<-done
+		if err != nil {
+			if next != nil {
+				next.cleanup()
+			}
+			return out, err
+		}
+		if nextErr != nil {
+			return out, nextErr
+		}
+		if next != nil && moved {
+			// The next batch was planned on what this one was to
+			// leave, and another writer changed that: plan it again.
+			next.cleanup()
+			next = nil
+		}
+		if next == nil && len(nextSrcs) > 0 {
+			if next, err = in.decideBatch(ctx, st, nextSrcs, nil); err != nil {
+				return out, err
+			}
+		}
+		if next != nil {
+			q.consume(len(next.items))
+		}
+		cur = next
+	}
+	return out, nil
+}
+
+// decideBatch decides a prefix of srcs as one batch (step 1). prev, when
+// not nil, is the batch being applied meanwhile: srcs are planned on what
+// it is about to write.
+func (in *Ingester) decideBatch(ctx context.Context, st *stager, srcs []sourceRow, prev *batch) (_ *batch, err error) {
+	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, dirs: map[string]bool{}}
+	defer func() {
+		if err != nil {
+			b.cleanup()
+		}
+	}()
+	shas := make([]string, len(srcs))
+	for i, s := range srcs {
+		shas[i] = s.SHA256
+	}
+	if b.known, err = in.led.knownHandoffs(ctx, shas); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	for _, src := range srcs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		it, err := b.decide(src)
+		if err != nil {
+			return nil, err
+		}
+		b.items = append(b.items, it)
+		if len(b.items) >= in.batchMax || b.bytes >= in.batchBytes {
+			break
+		}
+	}
+	b.prev = nil // only needed while deciding
+	return b, nil
+}
+
+// decide gives one source its outcome, or a plan and the files to write.
+func (b *batch) decide(src sourceRow) (*item, error) {
+	in := b.in
+	it := &item{src: src}
+	if b.known[src.SHA256] || b.seen[src.SHA256] || b.prev != nil && b.prev.seen[src.SHA256] {
+		it.o = outcome{Result: ResultDuplicate}
+		return it, nil
+	}
+	b.seen[src.SHA256] = true
+	data, err := in.spool.Get(src.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %s from %s: %w", claim.Quote(src.Name), src.Host, err)
+	}
+	h, err := Parse(data)
+	if err != nil {
+		reason := ReasonParseError
+		if pe, ok := errors.AsType[*ParseError](err); ok {
+			reason = pe.Reason
+		}
+		it.o = outcome{Result: ResultMalformed, Reason: reason}
+		return it, nil
+	}
+	if probs := h.Validate(); len(probs) > 0 {
+		return it, b.review(it, data, outcome{Reason: probs[0].Reason, Action: h.Action})
+	}
+	p, reason, err := in.plan(src, h, b.read)
+	if err != nil {
+		return nil, err
+	}
+	if reason != "" {
+		return it, b.review(it, data, outcome{Reason: reason, Action: h.Action})
+	}
+	it.o = p.outcome()
+	if in.opts.DryRun {
+		return it, nil
+	}
+	it.p = p
+	if p.Before != "" {
+		p.Backup = BackupName(p.SHA256, p.Replans, p.Target)
+		if it.backup, err = b.stage(BackupsDir+"/"+p.Backup, p.cur); err != nil {
+			return nil, fmt.Errorf("ingest: backup %s: %w", p.Target, err)
+		}
+	}
+	if it.temp, err = b.stage(p.Target, p.next); err != nil {
+		return nil, fmt.Errorf("ingest: write %s: %w", p.Target, err)
+	}
+	b.view[p.Target] = viewed{data: p.next, exists: true, sum: p.After}
+	p.cur, p.next = nil, nil
+	return it, nil
+}
+
+// read is the planner's view of a target: as the batch's plans leave it,
+// as the batch being applied is about to leave it, or as it is on disk. A
+// dry run plans every handoff on the disk's content.
+func (b *batch) read(target string) ([]byte, bool, string, error) {
+	if v, ok := b.view[target]; ok {
+		return v.data, v.exists, v.sum, nil
+	}
+	if b.prev != nil {
+		if v, ok := b.prev.view[target]; ok {
+			return v.data, v.exists, v.sum, nil
+		}
+	}
+	return b.in.readDisk(target)
+}
+
+// review routes a source to review with a draft of its bytes.
+func (b *batch) review(it *item, data []byte, o outcome) error {
+	o.Result = ResultReview
+	o.Target = ReviewDir + "/" + claim.ArchiveName(it.src.Name, it.src.SHA256)
+	it.o = o
+	if _, _, err := b.in.ws.read(o.Target); err != nil {
+		return fmt.Errorf("ingest: review draft %s: %w", o.Target, err)
+	}
+	if b.in.opts.DryRun {
+		return nil
+	}
+	var err error
+	if it.draft, err = b.stage(o.Target, data); err != nil {
+		return fmt.Errorf("ingest: review draft %s: %w", o.Target, err)
+	}
+	return nil
+}
+
+// stage hands a new file to the workers.
+func (b *batch) stage(name string, data []byte) (*staged, error) {
+	dir := path.Dir(name)
+	if !b.dirs[dir] {
+		if err := b.in.ws.mkdirs(dir); err != nil {
+			return nil, err
+		}
+		b.dirs[dir] = true
+	}
+	f := &staged{name: name, data: data, wg: &b.wg}
+	b.files = append(b.files, f)
+	b.bytes += len(data)
+	b.wg.Add(1)
+	b.st.jobs <- f
+	return f, nil
+}
+
+// cleanup removes what a batch that failed, or is dropped, leaves:
+// temporary files not put in place, replaced files kept open.
+func (b *batch) cleanup() {
+	b.wg.Wait()
+	for _, f := range b.files {
+		if f.tmp != nil {
+			f.tmp.Remove()
+			f.tmp = nil
+		}
+	}
+	for _, it := range b.items {
+		if it.swapped != nil {
+			it.swapped.Close()
+			b.in.retire(it.swapped)
+			it.swapped = nil
+		}
+	}
+}
+
+// apply carries a decided batch to its end, steps 2 to 5 above, and
+// returns its entries in order. moved reports that a target was found
+// changed by another writer (a later batch planned on this one's view
+// must be planned again).
+func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err error) {
+	in := b.in
+	defer func() {
+		if err != nil {
+			b.cleanup()
+		}
+	}()
+	var plans []*plan
+	for _, it := range b.items {
+		if it.p != nil {
+			plans = append(plans, it.p)
+		}
+	}
+	if len(plans) > 0 {
+		if err := in.led.insertPlans(ctx, in.opts.RunID, plans); err != nil {
+			return nil, false, fmt.Errorf("ingest: record plans: %w", err)
+		}
+		failpoint.Inject("plan.recorded")
+	}
+	if err := b.placeFiles(); err != nil {
+		return nil, false, err
+	}
+	if in.beforeReplace != nil {
+		in.beforeReplace()
+	}
+	if moved, err = b.replaceTargets(); err != nil {
+		return nil, moved, err
+	}
+
+	var done []finished
+	for _, it := range b.items {
+		if !it.slow {
+			id := int64(0)
+			if it.p != nil {
+				id = it.p.ID
+			}
+			done = append(done, finished{it.src, it.o, id})
+		}
+	}
+	if err := in.led.finishAll(ctx, in.opts.RunID, done); err != nil {
+		return nil, moved, fmt.Errorf("ingest: record results: %w", err)
+	}
+	failpoint.Inject("bookkeeping.done")
+	for _, it := range b.items {
+		if !it.slow {
+			in.log.Info("handoff", "name", claim.Quote(it.src.Name), "host", it.src.Host, "result", it.o.Result, "reason", it.o.Reason, "target", it.o.Target)
+		}
+		if it.lateName != "" {
+			in.keepLate(it.p.Target, nil, it.late, it.lateName)
+		}
+	}
+
+	entries = make([]Entry, 0, len(b.items))
+	for i, it := range b.items {
+		if !it.slow {
+			entries = append(entries, entryFor(it.src, it.o))
+			continue
+		}
+		// Another writer changed the target: one plan at a time, as
+		// an interrupted plan is finished.
+		var later []*plan
+		for _, jt := range b.items[i+1:] {
+			if jt.slow && jt.p.Target == it.p.Target {
+				later = append(later, jt.p)
+			}
+		}
+		e, err := in.apply(ctx, it.src, it.p, later)
+		if err != nil {
+			return entries, moved, err
+		}
+		entries = append(entries, e)
+	}
+	return entries, moved, nil
+}
+
+// placeFiles waits for the batch's new files, puts backups and review
+// drafts in place and makes them durable, directories included.
+func (b *batch) placeFiles() error {
+	b.wg.Wait()
+	for _, f := range b.files {
+		if f.err != nil {
+			return fmt.Errorf("ingest: %w", f.err)
+		}
+	}
+	var dirs []string
+	for _, kind := range []struct {
+		dir string
+		get func(*item) *staged
+	}{
+		{BackupsDir, func(it *item) *staged { return it.backup }},
+		{ReviewDir, func(it *item) *staged { return it.draft }},
+	} {
+		n := 0
+		for _, it := range b.items {
+			if f := kind.get(it); f != nil {
+				err := f.tmp.Rename()
+				f.tmp = nil
+				if err != nil {
+					return fmt.Errorf("ingest: %w", err)
+				}
+				n++
+			}
+		}
+		if n > 0 {
+			dirs = append(dirs, kind.dir)
+		}
+	}
+	if err := syncDirs(b.in.ws, dirs); err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	for _, d := range dirs {
+		switch d {
+		case BackupsDir:
+			failpoint.Inject("backup.written")
+		case ReviewDir:
+			failpoint.Inject("review.written")
+		}
+	}
+	if len(b.files) > 0 {
+		failpoint.Inject("batch.files-synced")
+	}
+	return nil
+}
+
+// replaceTargets puts each plan's new content in place by compare-and-swap,
+// in order, and makes the replacements durable. A plan whose target another
+// writer changed, and every later plan of the batch on that target, is left
+// to apply (slow). moved reports such a change, or another writer's bytes
+// appended to a replaced file.
+func (b *batch) replaceTargets() (moved bool, err error) {
+	in := b.in
+	changed := map[string]bool{}
+	var dirs []string
+	seenDir := map[string]bool{}
+	for _, it := range b.items {
+		if it.p == nil {
+			continue
+		}
+		p, tmp := it.p, it.temp.tmp
+		it.temp.tmp = nil
+		if changed[p.Target] {
+			it.slow = true
+			tmp.Remove()
+			continue
+		}
+		wantExists, want := p.Before != "", p.Before
+		sw, late, err := tmp.Swap(func(old []byte, existed bool) bool {
+			if !existed {
+				return !wantExists
+			}
+			return wantExists && hash(old) == want
+		})
+		if errors.Is(err, durable.ErrConflict) {
+			in.log.Info("target changed while being written; looking again", "target", p.Target)
+			it.slow, changed[p.Target], moved = true, true, true
+			if len(late) > 0 {
+				name := lateName(p.Target, late)
+				if err := in.ws.write(BackupsDir+"/"+name, late); err != nil {
+					return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
+				}
+				in.keepLate(p.Target, nil, late, name)
+			}
+			continue
+		}
+		if err != nil {
+			return moved, fmt.Errorf("ingest: write %s: %w", p.Target, err)
+		}
+		it.swapped = sw
+		if d := path.Dir(p.Target); !seenDir[d] {
+			seenDir[d] = true
+			dirs = append(dirs, d)
+		}
+		failpoint.Inject("commit.written")
+	}
+	if len(dirs) == 0 {
+		return moved, nil
+	}
+	if err := syncDirs(in.ws, dirs); err != nil {
+		return moved, fmt.Errorf("ingest: %w", err)
+	}
+	failpoint.Inject("batch.targets-synced")
+	// Bytes another writer appended to a replaced file after the check:
+	// durable in backups before the result is recorded, put back after.
+	for _, it := range b.items {
+		if it.swapped == nil {
+			continue
+		}
+		late, err := it.swapped.Late()
+		in.retire(it.swapped)
+		it.swapped = nil
+		if err != nil {
+			return moved, fmt.Errorf("ingest: %w", err)
+		}
+		if len(late) > 0 {
+			moved = true
+			name := lateName(it.p.Target, late)
+			if err := in.ws.write(BackupsDir+"/"+name, late); err != nil {
+				return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", it.p.Target, err)
+			}
+			it.late, it.lateName = late, name
+		}
+	}
+	return moved, nil
+}
+
+// lateName names the backup that keeps bytes another writer appended to a
+// target's replaced file.
+func lateName(target string, late []byte) string {
+	return "late." + hash(late)[:12] + "." + hash([]byte(target))[:16]
+}
+
+// retire keeps a replaced target file, under its temporary name, to be
+// removed at the end of the run (removeRetired), within bounds. On ext4
+// without a journal every inode freed makes each later file creation in
+// its group look at it again for a while, which made removing thousands
+// of replaced files during a run cost more than the rest of their batch.
+func (in *Ingester) retire(s *durable.Swapped) {
+	in.retired = append(in.retired, s)
+	in.retiredBytes += s.Size()
+	if len(in.retired) >= retireMaxFiles || in.retiredBytes >= retireMaxBytes {
+		in.removeRetired()
+	}
+}
+
+// removeRetired removes the replaced target files kept so far. A failure
+// is only logged: the files have temporary names, which the next run
+// removes.
+func (in *Ingester) removeRetired() {
+	for _, s := range in.retired {
+		if err := s.Remove(); err != nil {
+			in.log.Warn("could not remove a replaced file; the next run will", "err", err)
+		}
+	}
+	in.retired, in.retiredBytes = nil, 0
+}
+
+// syncDirs fsyncs directories of the workspace concurrently.
+func syncDirs(ws *workspace, dirs []string) error {
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for i, d := range dirs {
+		wg.Go(func() { errs[i] = durable.SyncDir(ws.root, d) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

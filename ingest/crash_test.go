@@ -1,0 +1,246 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/failpoint"
+)
+
+// The crash tests run the ingester in a child process (this test binary,
+// re-executed) that a failpoint kills with SIGKILL, then finish the job in
+// the test's own process, as the next run would.
+const (
+	childWSEnv    = "HANDOFF_INGEST_CHILD_WS"
+	childBatchEnv = "HANDOFF_INGEST_CHILD_BATCH"
+)
+
+func TestMain(m *testing.M) {
+	if ws := os.Getenv(childWSEnv); ws != "" {
+		os.Exit(crashChild(ws))
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild ingests the workspace ws and returns an exit code, unless a
+// failpoint kills it first.
+func crashChild(ws string) int {
+	batch, _ := strconv.Atoi(os.Getenv(childBatchEnv))
+	spool, err := claim.OpenSpool(filepath.Join(ws, SpoolDir))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	led, err := OpenLedger(filepath.Join(ws, LedgerFile))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	in, err := New(Options{Workspace: ws, RunID: "child"}, led, spool)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	in.batchMax = batch
+	if _, err := in.Run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runChild ingests r's workspace in a child process with the failpoint
+// spec armed and reports whether the failpoint killed it.
+func (r *rig) runChild(spec string, batch int) (killed bool) {
+	r.t.Helper()
+	r.led.Close()
+	r.spool.Close()
+	defer r.reopen()
+	cmd := exec.Command(os.Args[0], "-test.run", "^$")
+	cmd.Env = append(os.Environ(), childWSEnv+"="+r.ws, childBatchEnv+"="+strconv.Itoa(batch), failpoint.Env+"="+spec)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return false
+	}
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == -1 {
+		return true
+	}
+	r.t.Fatalf("child with %s: %v\n%s", spec, err, out)
+	return false
+}
+
+// ingestPoints are the failpoints the ingester passes, in order.
+var ingestPoints = []string{"plan.recorded", "backup.written", "review.written", "batch.files-synced",
+	"commit.written", "batch.targets-synced", "bookkeeping.done"}
+
+// checkConverged asserts, after the run that follows a crash, what no
+// crash may change: every source has its one expected result (none lost),
+// every document holds each handoff's text exactly once and in order (none
+// applied twice), cards end as the handoffs in order leave them, every
+// applied plan's backup holds the content it replaced, nothing is left
+// behind, nothing is written outside the workspace.
+func (r *rig) checkConverged(want map[string]string, markers map[string][]string) {
+	r.t.Helper()
+	if got := r.results(); !maps.Equal(got, want) {
+		for n, w := range want {
+			if got[n] != w {
+				r.t.Errorf("%s ended %q, want %q", n, got[n], w)
+			}
+		}
+	}
+	r.checkMarkers(markers)
+	r.checkClean()
+	if got, want := r.readWS("memory/cards/alpha.md"), cardContent("alpha", "A2")+"\n"; got != want {
+		r.t.Errorf("alpha.md = %q, want %q", got, want)
+	}
+	if got := r.readWS("memory/cards/existing.md"); got != existingCard {
+		r.t.Errorf("existing.md = %q, want %q", got, existingCard)
+	}
+	var handoffs int
+	r.led.db.QueryRow(`SELECT count(*) FROM handoffs`).Scan(&handoffs)
+	if handoffs != 18 { // 20 sources, 2 duplicates
+		r.t.Errorf("%d handoff results, want 18 (one per distinct content)", handoffs)
+	}
+	rows, _ := r.led.db.Query(`SELECT sha256, target, before_sha256, replans FROM plans WHERE state = 'done' AND before_sha256 != ''`)
+	defer rows.Close()
+	for rows.Next() {
+		var sha, target, before string
+		var replans int
+		rows.Scan(&sha, &target, &before, &replans)
+		b, err := os.ReadFile(filepath.Join(r.ws, BackupsDir, BackupName(sha, replans, target)))
+		if err != nil || sum(string(b)) != before {
+			r.t.Errorf("backup of %s for plan %.12s: %v, content %.12s, want %.12s", target, sha, err, sum(string(b)), before)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(r.ws), "outside.md")); err == nil {
+		r.t.Error("a file was written outside the workspace")
+	}
+}
+
+// TestCrashAtEveryBatchFailpoint kills the ingester at every failpoint it
+// passes, at every hit of it (commit.written once per target replaced:
+// between the writes of a chain of appends to one document, and of a card
+// created then updated in the same batch), with everything in one batch
+// and with batches of three (chains across batches, the next batch decided
+// while one is applied), then runs it again.
+//
+// Invariants: no handoff lost (each source ends with its expected result),
+// none applied twice (each text once in its document; a crash between two
+// writes of one chain must not make recovery append the first again),
+// backups durable, nothing left behind.
+func TestCrashAtEveryBatchFailpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many child processes")
+	}
+	crashes := 0
+	for _, batch := range []int{256, 3} {
+		for _, fp := range ingestPoints {
+			for n := 1; ; n++ {
+				spec := fmt.Sprintf("%s@%d", fp, n)
+				reached := false
+				t.Run(fmt.Sprintf("batch%d/%s", batch, spec), func(t *testing.T) {
+					r := newRig(t)
+					want, markers := chainFixture(r)
+					if reached = r.runChild(spec, batch); !reached {
+						if n == 1 {
+							t.Fatalf("failpoint %s never reached", fp)
+						}
+						return
+					}
+					crashes++
+					if _, err := r.run(batch, false); err != nil {
+						t.Fatalf("run after the crash: %v", err)
+					}
+					r.checkConverged(want, markers)
+				})
+				if !reached {
+					break
+				}
+			}
+		}
+	}
+	t.Logf("%d crashes survived", crashes)
+}
+
+// TestCrashMidChainRecovers is the case batching makes possible and the
+// one recovery must get right: several plans of one batch on one document,
+// the process killed after the second of them replaced the document. The
+// first plan finds neither its before-hash nor its after-hash there; it
+// must be recognised as done (its write was replaced by the next plan of
+// its chain), not re-planned. Invariant: none applied twice.
+func TestCrashMidChainRecovers(t *testing.T) {
+	r := newRig(t)
+	r.writeWS("TOOLS.md", "# Tools\n")
+	var named [][2]string
+	for i := range 5 {
+		named = append(named, [2]string{fmt.Sprintf("t%d.md", i), docH("TOOLS.md", fmt.Sprintf("- marker-%d", i))})
+	}
+	r.store(named...)
+	if !r.runChild("commit.written@2", 256) {
+		t.Fatal("failpoint commit.written@2 never reached")
+	}
+	if got := r.readWS("TOOLS.md"); got != "# Tools\n\n- marker-0\n\n- marker-1\n" {
+		t.Fatalf("after the crash TOOLS.md = %q, want the first two appends", got)
+	}
+	if n, _ := r.led.InterruptedPlans(context.Background()); n != 5 {
+		t.Fatalf("%d interrupted plans, want 5", n)
+	}
+	entries, err := r.run(256, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# Tools\n\n- marker-0\n\n- marker-1\n\n- marker-2\n\n- marker-3\n\n- marker-4\n"; r.readWS("TOOLS.md") != want {
+		t.Errorf("TOOLS.md = %q, want %q", r.readWS("TOOLS.md"), want)
+	}
+	if len(entries) != 5 {
+		t.Errorf("%d entries, want 5", len(entries))
+	}
+	for _, e := range entries {
+		if e.Result != ResultRouted {
+			t.Errorf("%s: %s/%s, want routed", e.Name, e.Result, e.Reason)
+		}
+	}
+	r.checkClean()
+}
+
+// TestCrashRandomSchedules kills the ingester one to three times in a row
+// at random failpoints and hits, with random batch sizes, before a clean
+// run. Invariants: as TestCrashAtEveryBatchFailpoint.
+func TestCrashRandomSchedules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many child processes")
+	}
+	schedules := 20
+	if os.Getenv("HANDOFF_TORTURE") != "" {
+		schedules = 300
+	}
+	seed := uint64(os.Getpid())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	crashes := 0
+	for i := range schedules {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			r := newRig(t)
+			want, markers := chainFixture(r)
+			for range 1 + rng.IntN(3) {
+				spec := fmt.Sprintf("%s@%d", ingestPoints[rng.IntN(len(ingestPoints))], 1+rng.IntN(6))
+				if r.runChild(spec, 1+rng.IntN(8)) {
+					crashes++
+				}
+			}
+			if _, err := r.run(1+rng.IntN(8), false); err != nil {
+				t.Fatalf("clean run: %v", err)
+			}
+			r.checkConverged(want, markers)
+		})
+	}
+	t.Logf("%d schedules, %d crashes survived", schedules, crashes)
+}
