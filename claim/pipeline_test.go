@@ -139,8 +139,8 @@ func TestPullPipelined(t *testing.T) {
 	if p := fsys.peak.Load(); p < 2 {
 		t.Errorf("at most %d call in flight; the pull did not overlap requests", p)
 	}
-	if p := fsys.peakRd.Load(); p > 256 {
-		t.Errorf("%d reads in flight, over the bound of 256", p)
+	if p := fsys.peakRd.Load(); p > 384 {
+		t.Errorf("%d reads in flight, over the bound of 384", p)
 	}
 	t.Logf("peak calls in flight %d, peak reads %d", fsys.peak.Load(), fsys.peakRd.Load())
 }

@@ -35,9 +35,10 @@ const (
 	// or being archived at once.
 	maxInflightFiles = 1024
 	// maxOpenReads bounds the files open for reading at once, so that a
-	// host's SFTP server, often limited to 1024 descriptors, never runs
-	// out.
-	maxOpenReads = 256
+	// host's SFTP server, commonly limited to 1,024 descriptors, never runs
+	// out (handles whose CLOSE is still on its way add about one round
+	// trip's worth of reads).
+	maxOpenReads = 384
 	// maxInflightBytes bounds their listed sizes together; a file is read
 	// with its listed size as the limit, so this bounds their data too.
 	maxInflightBytes = 32 << 20
