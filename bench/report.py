@@ -91,7 +91,7 @@ def main():
         mx = max(rtmax["handoff"])
         line = f"\nhandoff round trips per host (counted at the proxy): median {rt:.0f}, max {mx}"
         if a.floor_rt:
-            line += f"; floor {a.floor_rt} (SFTP session setup + 4 directory levels + read + acknowledge): {rt / a.floor_rt:.1f}× the floor"
+            line += f"; floor {a.floor_rt} (SFTP session setup + 3 directory levels + read + acknowledge): {rt / a.floor_rt:.1f}× the floor"
             if a.rtt:
                 line += f"; at {a.rtt:.0f} ms that is {rt * a.rtt / 1000:.1f} s of waiting vs a floor of {a.floor_rt * a.rtt / 1000:.1f} s"
         print(line)

@@ -110,7 +110,7 @@ echo "handoff $(cat "$BIN/handoff.rev"); rtt-check: requested ${RTT} ms; TCP con
 cat >"$W/writers.yaml" <<EOF
 version: 1
 workspace: $W/ws
-defaults: {harnesses: [.claude, .codex], max_depth: 3, timeout: 3h}
+defaults: {harnesses: [.claude, .codex], max_depth: 2, timeout: 3h}
 hosts:
 EOF
 for h in $(seq 1 "$K"); do
@@ -118,7 +118,7 @@ for h in $(seq 1 "$K"); do
   - name: h$h
     transport: ssh
     ssh: {host: 127.0.0.1, port: $((22100 + h)), user: hbench, identity_file: $KEYS/id_ed25519, known_hosts: $KEYS/known_hosts}
-    discover: [{root: $BENCH_DIR/hosts/h$h/code, max_depth: 3}]
+    discover: [{root: $BENCH_DIR/hosts/h$h/code, max_depth: 2}]
 EOF
 done
 : >"$W/rclone.conf"
@@ -243,8 +243,9 @@ for rep in $(seq 1 "$N"); do
 done
 
 # floor for one host's pull: SFTP setup + one round trip per directory level
-# (max_depth 3: levels 0..3) + read + acknowledge.
-floor_rt=$((setup_rt + 4 + 1 + 1))
+# (max_depth 2, the depth of the repositories, as the pruned rsync: levels
+# 0..2) + read + acknowledge.
+floor_rt=$((setup_rt + 3 + 1 + 1))
 python3 "$HERE/report.py" --csv "$CSV" --floor-rt "$floor_rt" --rtt "$RTT" \
   --rtt-check "$(cat "$OUT/rtt.txt")" | tee "$OUT/table.md"
 cp "$OUT/table.md" "$RESULTS/$CELL-latest.md"
