@@ -390,7 +390,15 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 	}
 	// The listed size is the limit: a file that grew since it was listed is
 	// changing, and the in-flight budget holds.
-	data, after, err := p.raw.ReadFile(ctx, name, fi.Size) // the caller holds a read slot
+	// The caller holds a read slot. The listing answered the lstat.
+	var data []byte
+	var after transport.FileInfo
+	var err error
+	if lr, ok := p.raw.(transport.ListedReader); ok {
+		data, after, err = lr.ReadListed(ctx, name, fi, fi.Size)
+	} else {
+		data, after, err = p.raw.ReadFile(ctx, name, fi.Size)
+	}
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
 		p.log.Info("handoff vanished before it could be read", "host", p.cfg.Host, "name", Quote(name))

@@ -1254,7 +1254,10 @@ var hostileCases = []hostileCase{
 			x.raw.Files[hostileInbox+"/ext.md"] = "0123456789"
 			x.good(hostileZGood)
 			x.raw.Hook = func(r hostile.Request) []byte {
-				if r.Type == hostile.FxpLstat && r.Path == hostileInbox+"/ext.md" {
+				// A file listed as a plain file is read without another
+				// LSTAT; its open handle's FSTAT carries the lie then.
+				if r.Type == hostile.FxpLstat && r.Path == hostileInbox+"/ext.md" ||
+					r.Type == hostile.FxpFstat && r.File == hostileInbox+"/ext.md" {
 					// Attributes announcing 2^32-1 extended pairs, holding none.
 					b := hostile.U32([]byte{hostile.FxpAttrs}, r.ID)
 					b = hostile.U32(b, hostile.AttrSize|hostile.AttrPermissions|hostile.AttrExtended)

@@ -108,3 +108,15 @@ type FS interface {
 type ContentReader interface {
 	ReadContent(ctx context.Context, name string, limit int64) ([]byte, error)
 }
+
+// ListedReader is implemented by transports that can read a file the
+// caller has just listed without asking for its lstat again: listed, the
+// listing's entry, stands in for the lstat ReadFile takes before opening.
+// ReadListed keeps ReadFile's other guarantees, checked against listed: the
+// open handle must be a regular file of the listed size and modification
+// time (ErrChanged otherwise, ErrNotRegular for another kind of file), a
+// listed size over limit is ErrTooLarge with nothing read, and no reply can
+// make it hold more than min(listed size, limit)+1 bytes.
+type ListedReader interface {
+	ReadListed(ctx context.Context, name string, listed FileInfo, limit int64) ([]byte, FileInfo, error)
+}

@@ -301,12 +301,46 @@ func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, tr
 	return data, after, nil
 }
 
+// ReadListed is ReadFile for a name the caller has just listed: listed,
+// the listing's entry (READDIR answers with lstat semantics), stands in
+// for the LSTAT ReadFile sends before opening, so the read costs four round
+// trips. Everything else ReadFile checks still holds, against listed: the
+// open handle must be a regular file of the listed size and modification
+// time, and no more than min(listed size, limit)+1 bytes are ever held.
+// What the listing cannot vouch for is the instant between it and the
+// OPEN: a name swapped for a FIFO then makes the server's OPEN wait for a
+// writer, which stalls this connection until the host's deadline (no
+// other host is affected, nothing is read or lost).
+func (f *FS) ReadListed(ctx context.Context, name string, listed transport.FileInfo, limit int64) ([]byte, transport.FileInfo, error) {
+	if limit < 0 {
+		limit = 0
+	}
+	var data []byte
+	var after transport.FileInfo
+	err := f.call(ctx, func() error {
+		var err error
+		f.readRegular.forget(name)
+		data, after, err = f.readOpened(name, listed, limit)
+		return err
+	})
+	if err != nil {
+		return nil, transport.FileInfo{}, opErr("read", name, err)
+	}
+	return data, after, nil
+}
+
 func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, error) {
 	f.readRegular.forget(name)
 	before, err := f.lstat(name)
 	if err != nil {
 		return nil, transport.FileInfo{}, err
 	}
+	return f.readOpened(name, before, limit)
+}
+
+// readOpened opens name, which before (an lstat or a listing entry) says is
+// a regular file, and reads it.
+func (f *FS) readOpened(name string, before transport.FileInfo, limit int64) ([]byte, transport.FileInfo, error) {
 	if !before.IsRegular() {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w (a %s)", transport.ErrNotRegular, kind(before.Mode))
 	}

@@ -401,6 +401,60 @@ func TestReadContentRoundTrips(t *testing.T) {
 	}
 }
 
+// TestReadListedRoundTrips: a file just listed is read in four round trips
+// (OPEN, FSTAT, READs with the probe, FSTAT; CLOSE not waited for), its
+// listing standing in for the LSTAT. The bounds hold against the listing:
+// a listed size over the limit is refused unread, and a handle whose size
+// or time is not the listed one fails with ErrChanged (a host cannot make
+// the pull store bytes other than those of the file it listed).
+func TestReadListedRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			serve := srv.serve(t)
+			dir := t.TempDir()
+			name := filepath.Join(dir, "f.md")
+			want := bytes.Repeat([]byte("0123456789abcdef"), 128)
+			if err := os.WriteFile(name, want, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ents, err := startRelayed(t, &relay{}, serve).ReadDir(ctxT(t), dir, 0)
+			if err != nil || len(ents) != 1 {
+				t.Fatalf("ReadDir: %v, %v", ents, err)
+			}
+			listed := ents[0]
+			r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, holdCloses: true}
+			f := startRelayed(t, r, serve)
+			got, fi, err := f.ReadListed(ctxT(t), name, listed, 1<<20)
+			if err != nil || !bytes.Equal(got, want) || fi.Size != int64(len(want)) {
+				t.Fatalf("ReadListed: %d bytes, %+v, %v", len(got), fi, err)
+			}
+			if r.sentOf(t, reqClose, 1) != 1 {
+				t.Fatal("the CLOSE was answered before ReadListed returned, though the relay holds CLOSE answers")
+			}
+			r.releaseCloses()
+			s := r.snapshot(t)
+			if s.rounds != 4 || s.byType[reqRead] != 2 || s.requests != 6 {
+				t.Errorf("%d round trips, requests %s; want 4 round trips: OPEN FSTAT, 2 READs, FSTAT CLOSE", s.rounds, s.seq)
+			}
+			if _, _, err := f.ReadListed(ctxT(t), name, listed, int64(len(want))-1); !errors.Is(err, transport.ErrTooLarge) {
+				t.Errorf("listed size over the limit: %v, want ErrTooLarge", err)
+			}
+			stale := listed
+			stale.Size--
+			if _, _, err := f.ReadListed(ctxT(t), name, stale, 1<<20); !errors.Is(err, transport.ErrChanged) {
+				t.Errorf("handle larger than listed: %v, want ErrChanged", err)
+			}
+			stale = listed
+			stale.ModTime = stale.ModTime.Add(-time.Hour)
+			if _, _, err := f.ReadListed(ctxT(t), name, stale, 1<<20); !errors.Is(err, transport.ErrChanged) {
+				t.Errorf("handle newer than listed: %v, want ErrChanged", err)
+			}
+		})
+	}
+}
+
 // Rename's requests. On OpenSSH, a name ReadFile just found regular is
 // renamed with one request (link(2) semantics: never replaces); anything
 // else is checked first, since OpenSSH's rename of a symlink replaces a
