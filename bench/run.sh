@@ -22,8 +22,8 @@
 # ratios of medians, and handoff's round trips per host (counted at the
 # proxy) beside the floor go to stdout and to bench/results/.
 #
-# PROFILE=1 also keeps handoff's --verbose JSON log of each run and writes
-# its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
+# PROFILE=1 also keeps handoff's --verbose JSON log of each run, a CPU
+# profile of each worker (cpu-N/worker-<pid>.cpu), and writes its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
 # per host, ingest) to phases-N.md.
 set -euo pipefail
 
@@ -143,8 +143,13 @@ run_tool() { # tool rep -> prints seconds
   case $tool in
     handoff)
       local extra=()
-      [ "${PROFILE:-0}" = 1 ] && extra=(--verbose --log-format json)
-      env -u SSH_AUTH_SOCK HOME="$W/home" "$BIN/handoff" "${extra[@]}" sync --manifest "$W/writers.yaml" \
+      local prof=()
+      if [ "${PROFILE:-0}" = 1 ]; then
+        extra=(--verbose --log-format json)
+        mkdir -p "$OUT/cpu-$rep" # each worker's CPU profile, worker-<pid>.cpu
+        prof=(HANDOFF_WORKER_CPUPROFILE="$OUT/cpu-$rep")
+      fi
+      env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "$BIN/handoff" "${extra[@]}" sync --manifest "$W/writers.yaml" \
         --workspace "$W/ws" --parallel "$K" --json >"$OUT/receipt-$rep.json" 2>"$OUT/handoff-$rep.log" || {
         echo "handoff sync exited $? (see $OUT/handoff-$rep.log)" >&2; return 1; }
       ;;
