@@ -364,30 +364,9 @@ func (f *FS) readOpened(name string, before transport.FileInfo, limit int64) ([]
 	}
 	f.readRegular.add(name) // LSTAT and the handle agree: a regular file
 
-	// The buffer is sized here, from the size Lstat gave and the limit
-	// checked above: whatever the server sends, never more than
-	// min(size, limit)+1 bytes. Its last byte is a probe at the size,
-	// sent alongside the data: a file that is longer than its stat
-	// answers it with data instead of EOF.
-	size := before.Size
-	buf := make([]byte, size+1)
-	var probeN int
-	var probeErr error
-	probed := make(chan struct{})
-	go func() {
-		defer close(probed)
-		probeN, probeErr = file.ReadAt(buf[size:], size)
-	}()
-	n, err := readAt(file, buf[:size])
-	<-probed
-	if err != nil && err != io.EOF {
+	data, err := readSized(file, before.Size)
+	if err != nil {
 		return nil, transport.FileInfo{}, err
-	}
-	if probeN > 0 || probeErr == nil {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, size)
-	}
-	if probeErr != io.EOF {
-		return nil, transport.FileInfo{}, probeErr
 	}
 	st, err := file.Stat()
 	if err != nil {
@@ -397,7 +376,7 @@ func (f *FS) readOpened(name string, before transport.FileInfo, limit int64) ([]
 	after.Name = before.Name
 	// A file shorter than its stat said is returned as read: the stat
 	// after the read tells the caller it changed.
-	return buf[:n:n], after, nil
+	return data, after, nil
 }
 
 // ReadContent reads a regular file's bytes for a caller that only compares
@@ -429,33 +408,42 @@ func (f *FS) ReadContent(ctx context.Context, name string, limit int64) ([]byte,
 			return err
 		}
 		defer f.closeFile(file)
-		size := fi.Size
-		buf := make([]byte, size+1)
-		var probeN int
-		var probeErr error
-		probed := make(chan struct{})
-		go func() {
-			defer close(probed)
-			probeN, probeErr = file.ReadAt(buf[size:], size)
-		}()
-		n, err := readAt(file, buf[:size])
-		<-probed
-		if err != nil && err != io.EOF {
-			return err
-		}
-		if probeN > 0 {
-			return fmt.Errorf("%w: the file holds more than the %d bytes its stat said", ErrChanged, size)
-		}
-		if probeErr != io.EOF {
-			return probeErr
-		}
-		data = buf[:n:n]
-		return nil
+		data, err = readSized(file, fi.Size)
+		return err
 	})
 	if err != nil {
 		return nil, opErr("read", name, err)
 	}
 	return data, nil
+}
+
+// readSized reads a file whose stat says it holds size bytes (size already
+// checked against the caller's limit). The buffer is sized here, so that
+// whatever the server sends, never more than size+1 bytes are held. Its
+// last byte is a probe at the size, sent alongside the data: a file longer
+// than its stat answers it with data instead of EOF, and fails with
+// ErrChanged. A file shorter than its stat is returned as read.
+func readSized(file *sftp.File, size int64) ([]byte, error) {
+	buf := make([]byte, size+1)
+	var probeN int
+	var probeErr error
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		probeN, probeErr = file.ReadAt(buf[size:], size)
+	}()
+	n, err := readAt(file, buf[:size])
+	<-probed
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	if probeN > 0 || probeErr == nil {
+		return nil, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, size)
+	}
+	if probeErr != io.EOF {
+		return nil, probeErr
+	}
+	return buf[:n:n], nil
 }
 
 // readAt fills b from the start of file. pkg/sftp sends a read longer than
