@@ -64,6 +64,24 @@ func (s *slowFS) Rename(ctx context.Context, oldname, newname string) error {
 	return s.FS.Rename(ctx, oldname, newname)
 }
 
+// slowPullEnv builds specs below root and returns a spool, a recorder, the
+// guard transport (checking the pipeline's invariants) slowed by delay per
+// call, and a config walking root to depth 1.
+func slowPullEnv(t *testing.T, root string, delay time.Duration, specs []string) (*claim.DirSpool, *fakeRecorder, *slowFS, claim.Config) {
+	t.Helper()
+	build(t, root, specs...)
+	spool, err := claim.OpenSpool(filepath.Join(tempRoot(t), "spool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { spool.Close() })
+	rec := newRecorder()
+	guard := &guardFS{t: t, spool: spool, rec: rec, within: root, max: mib}
+	cfg := baseConfig()
+	cfg.Roots = []claim.Root{{Path: root, MaxDepth: 1}}
+	return spool, rec, &slowFS{FS: guard, delay: delay}, cfg
+}
+
 // TestPullPipelined protects "no remote copy archived before local storage"
 // and "none lost" when a pull keeps many requests in flight: 3 repositories
 // × 2 harnesses × 70 handoffs over a transport where every call takes 2 ms.
@@ -85,18 +103,7 @@ func TestPullPipelined(t *testing.T) {
 			}
 		}
 	}
-	build(t, root, specs...)
-	spoolAt := filepath.Join(tempRoot(t), "spool")
-	spool, err := claim.OpenSpool(spoolAt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { spool.Close() })
-	rec := newRecorder()
-	guard := &guardFS{t: t, spool: spool, rec: rec, within: root, max: mib}
-	fsys := &slowFS{FS: guard, delay: 2 * time.Millisecond}
-	cfg := baseConfig()
-	cfg.Roots = []claim.Root{{Path: root, MaxDepth: 1}}
+	spool, rec, fsys, cfg := slowPullEnv(t, root, 2*time.Millisecond, specs)
 
 	rep := pull(t, fsys, cfg, spool, rec)
 	if rep.Outcome != "ok" || rep.Stored != len(want) {
@@ -156,18 +163,7 @@ func TestPullPipelineFailsFast(t *testing.T) {
 	for i := range 300 {
 		specs = append(specs, fmt.Sprintf("r/.claude/memory-handoffs/h%03d.md", i))
 	}
-	build(t, root, specs...)
-	spoolAt := filepath.Join(tempRoot(t), "spool")
-	spool, err := claim.OpenSpool(spoolAt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { spool.Close() })
-	rec := newRecorder()
-	guard := &guardFS{t: t, spool: spool, rec: rec, within: root, max: mib}
-	fsys := &slowFS{FS: guard, delay: time.Millisecond}
-	cfg := baseConfig()
-	cfg.Roots = []claim.Root{{Path: root, MaxDepth: 1}}
+	spool, rec, fsys, cfg := slowPullEnv(t, root, time.Millisecond, specs)
 	fs := &failAfterSpool{Spool: spool, after: 1}
 
 	rep := pull(t, fsys, cfg, fs, rec)
