@@ -67,7 +67,7 @@ const (
 	// Two batches are in flight at a time.
 	batchMaxBytes = 16 << 20
 	// stageWorkers write and fsync a batch's new files concurrently.
-	stageWorkers = 4
+	stageWorkers = 8
 	// retireMaxBytes and retireMaxFiles bound the replaced target files
 	// kept (under temporary names) until the end of a run.
 	retireMaxBytes = 64 << 20
