@@ -11,10 +11,17 @@
 //     replaced; the target is replaced atomically and only while it still
 //     hashes to the plan's before-hash.
 //   - A run killed at any point is finished by the next one without a second
-//     application: the target's hash tells whether the write happened.
+//     application: the target's hash tells whether the write happened, or
+//     whether a later plan of the same batch, made on top of it, replaced
+//     it.
 //   - Nothing is written outside the workspace: every path is resolved in an
 //     os.Root, and a symlinked component or target routes the handoff to
 //     review instead.
 //   - Anything not clearly safe (failed validation, secret-like or hidden
 //     content, stale hashes) goes to review with a stable reason code.
+//
+// These hold per handoff; their cost is shared. Sources are decided and
+// applied in batches (batch.go): one plan commit and one bookkeeping commit
+// per batch, the batch's new files written and fsynced concurrently, each
+// directory fsynced once.
 package ingest
