@@ -622,6 +622,9 @@ func lateName(target string, late []byte) string {
 // its group look at it again for a while, which made removing thousands
 // of replaced files during a run cost more than the rest of their batch.
 func (in *Ingester) retire(s *durable.Swapped) {
+	if !s.Replaced() {
+		return
+	}
 	in.retired = append(in.retired, s)
 	in.retiredBytes += s.Size()
 	if len(in.retired) >= retireMaxFiles || in.retiredBytes >= retireMaxBytes {

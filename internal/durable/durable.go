@@ -390,6 +390,9 @@ type Swapped struct {
 // Size is the size of the replaced file when Swap checked it.
 func (s *Swapped) Size() int64 { return s.size }
 
+// Replaced reports whether a replaced file is still there to Remove.
+func (s *Swapped) Replaced() bool { return s.tmp != "" }
+
 // Remove deletes the replaced file.
 func (s *Swapped) Remove() error {
 	if s.tmp == "" {

@@ -155,8 +155,14 @@ func TestSwapLate(t *testing.T) {
 	if len(ents) != 2 || !IsTemp(ents[0].Name()) && !IsTemp(ents[1].Name()) {
 		t.Fatalf("before Remove: %v, want T.md and the replaced file under a temporary name", ents)
 	}
+	if !s.Replaced() {
+		t.Fatal("Replaced = false before Remove")
+	}
 	if err := s.Remove(); err != nil {
 		t.Fatal(err)
+	}
+	if s.Replaced() {
+		t.Fatal("Replaced = true after Remove")
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("after Remove: %v, want only T.md", ents)
