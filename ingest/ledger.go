@@ -130,6 +130,16 @@ func OpenLedger(path string) (*Ledger, error) {
 func (l *Ledger) Close() error { return l.db.Close() }
 
 func (l *Ledger) migrate() error {
+	// An up-to-date ledger (every open but the first) is only read: no
+	// write lock, no commit, so that many workers opening it at once do
+	// not queue behind each other.
+	var current int
+	if err := l.db.QueryRow(`PRAGMA user_version`).Scan(&current); err != nil {
+		return err
+	}
+	if current == len(migrations) {
+		return nil
+	}
 	tx, err := l.db.Begin()
 	if err != nil {
 		return err
