@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/handoff-sync/handoff/claim"
@@ -243,4 +244,55 @@ func TestCrashRandomSchedules(t *testing.T) {
 		})
 	}
 	t.Logf("%d schedules, %d crashes survived", schedules, crashes)
+}
+
+// TestCrashThenEditorAppends: the process is killed after some appends of
+// a batch replaced the document, and before the next run another writer
+// appends a line to it. The unfinished plans find neither their before-
+// nor their after-hash; those whose write the document begins with are
+// done, the others are re-planned on the new content. Invariants: none
+// applied twice, none lost, the other writer's line kept.
+func TestCrashThenEditorAppends(t *testing.T) {
+	for _, spec := range []string{"commit.written@1", "commit.written@3", "batch.targets-synced@1"} {
+		t.Run(spec, func(t *testing.T) {
+			r := newRig(t)
+			r.writeWS("TOOLS.md", "# Tools\n")
+			var named [][2]string
+			var marks []string
+			for i := range 5 {
+				m := fmt.Sprintf("- marker-%d", i)
+				marks = append(marks, m)
+				named = append(named, [2]string{fmt.Sprintf("t%d.md", i), docH("TOOLS.md", m)})
+			}
+			r.store(named...)
+			if !r.runChild(spec, 256) {
+				t.Fatalf("failpoint %s never reached", spec)
+			}
+			f, err := os.OpenFile(filepath.Join(r.ws, "TOOLS.md"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("- editor-line\n")
+			f.Close()
+			entries, err := r.run(256, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			final := r.readWS("TOOLS.md")
+			if strings.Count(final, "- editor-line\n") != 1 {
+				t.Errorf("the other writer's line is lost:\n%s", final)
+			}
+			for _, m := range marks {
+				if c := strings.Count(final, m); c != 1 {
+					t.Errorf("%s appears %d times, want once:\n%s", m, c, final)
+				}
+			}
+			for _, e := range entries {
+				if e.Result != ResultRouted {
+					t.Errorf("%s: %s/%s, want routed", e.Name, e.Result, e.Reason)
+				}
+			}
+			r.checkClean()
+		})
+	}
 }

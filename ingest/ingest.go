@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -288,6 +289,12 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, later []*
 			// Re-planning here would append p's content a second time.
 			in.log.Info("a later plan of the same batch already replaced this plan's write", "plan", p.ID, "target", p.Target)
 			return in.record(ctx, src, p.outcome(), p.ID)
+		case in.writtenBeforeEdit(p, later, cur):
+			// The write happened (p's, or that of a plan made on top of
+			// it), then another writer appended to the document before
+			// a crash left the plan unfinished: only bookkeeping is left.
+			in.log.Info("the document holds this plan's write followed by another writer's text", "plan", p.ID, "target", p.Target)
+			return in.record(ctx, src, p.outcome(), p.ID)
 		case p.Kind == kindDocument && p.Replans == 0:
 			// Someone appended to the document since the plan was made.
 			// Appending is safe to redo on the new content, once.
@@ -329,6 +336,41 @@ func superseded(p *plan, later []*plan, cur string) bool {
 			return true
 		}
 		after = q.After
+	}
+	return false
+}
+
+// writtenBeforeEdit reports whether cur, a document's content, begins with
+// exactly what p, or a plan in later made on top of it (see superseded),
+// wrote: the write happened, and another writer appended to the document
+// after it, before a crash left p unfinished. What a plan wrote is rebuilt
+// from its backup (the content it replaced, durable before the write) and
+// its text. Without this the plan would be re-planned on the new content
+// and its text appended a second time. (Text that someone else wrote to
+// match a plan's write byte for byte counts as that write.)
+func (in *Ingester) writtenBeforeEdit(p *plan, later []*plan, cur []byte) bool {
+	if p.Kind != kindDocument {
+		return false
+	}
+	chain := []*plan{p}
+	for _, q := range later {
+		if last := chain[len(chain)-1]; q.Target == p.Target && q.Before == last.After {
+			chain = append(chain, q)
+		}
+	}
+	for _, q := range chain {
+		var before []byte
+		if q.Before != "" {
+			b, ok, err := in.ws.read(BackupsDir + "/" + BackupName(q.SHA256, q.Replans, q.Target))
+			if err != nil || !ok || hash(b) != q.Before {
+				continue
+			}
+			before = b
+		}
+		written := AppendDocument(before, string(q.Content))
+		if len(cur) > len(written) && bytes.HasPrefix(cur, written) && hash(written) == q.After {
+			return true
+		}
 	}
 	return false
 }
