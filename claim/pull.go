@@ -302,7 +302,10 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 		}
 		b := batch
 		batch, size = nil, 0
-		if err := p.store(ctx, b); err != nil {
+		began := time.Now()
+		err := p.store(ctx, b)
+		p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(b), "took", time.Since(began))
+		if err != nil {
 			for _, c := range b {
 				release(c.weight)
 			}
@@ -522,6 +525,10 @@ func (p *puller) store(ctx context.Context, batch []claimed) error {
 // stays in its inbox and is retried by the next run; a broken connection
 // fails the pull.
 func (p *puller) archiveBatch(ctx context.Context, batch []claimed, release func(int64), fail func(error)) {
+	began := time.Now()
+	defer func() {
+		p.log.Debug("archived a batch", "host", p.cfg.Host, "files", len(batch), "took", time.Since(began))
+	}()
 	ok := make([]bool, len(batch))
 	var wg sync.WaitGroup
 	for i := range batch {
