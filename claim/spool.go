@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"os"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 )
@@ -113,38 +111,23 @@ func (s *DirSpool) Get(sha string) ([]byte, error) {
 }
 
 func (s *DirSpool) Put(batch map[string][]byte) error {
-	var fresh []string
-	for sha := range batch {
+	wrote := 0
+	for sha, data := range batch {
 		ok, err := s.Has(sha)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			fresh = append(fresh, sha)
+		if ok {
+			continue
 		}
+		if err := durable.WriteFileNoDirSync(s.root, Name(sha), data, 0o600); err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		wrote++
+		failpoint.Inject("store.spooled")
 	}
-	if len(fresh) == 0 {
+	if wrote == 0 {
 		return nil
-	}
-	// The files are written and fsynced by several workers at once (the
-	// file system commits concurrent fsyncs together, and creating a file
-	// can wait on the inode allocator); the directory is fsynced once,
-	// after all of them. A crash meanwhile leaves whole files, which a
-	// later Put trusts only after OpenSpool synced the directory, and
-	// temporary files, which the next run removes.
-	var g errgroup.Group
-	g.SetLimit(spoolWriters)
-	for _, sha := range fresh {
-		g.Go(func() error {
-			if err := durable.WriteFileNoDirSync(s.root, Name(sha), batch[sha], 0o600); err != nil {
-				return fmt.Errorf("spool: %w", err)
-			}
-			failpoint.Inject("store.spooled")
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
 	}
 	if err := durable.SyncDir(s.root, "."); err != nil {
 		return fmt.Errorf("spool: %w", err)
@@ -152,9 +135,6 @@ func (s *DirSpool) Put(batch map[string][]byte) error {
 	failpoint.Inject("store.synced")
 	return nil
 }
-
-// spoolWriters is how many spool files Put writes and fsyncs at once.
-const spoolWriters = 8
 
 // Overlay writes new content to Upper and reads from Upper, then Base. A
 // dry run uses it with Upper in a temporary directory and Base the real
