@@ -302,10 +302,7 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 		}
 		b := batch
 		batch, size = nil, 0
-		began := time.Now()
-		err := p.store(ctx, b)
-		p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(b), "took", time.Since(began))
-		if err != nil {
+		if err := p.store(ctx, b); err != nil {
 			for _, c := range b {
 				release(c.weight)
 			}
@@ -504,13 +501,16 @@ func (p *puller) store(ctx context.Context, batch []claimed) error {
 		srcs[i] = c.src
 		contents[c.src.SHA256] = c.data
 	}
+	began := time.Now()
 	if err := p.spool.Put(contents); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
+	spooled := time.Since(began)
 	n, err := p.rec.RecordSources(ctx, p.runID, srcs)
 	if err != nil {
 		return fmt.Errorf("store: record sources: %w", err)
 	}
+	p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(batch), "spool", spooled, "ledger", time.Since(began)-spooled)
 	p.mu.Lock()
 	p.report.Stored += n
 	p.mu.Unlock()
