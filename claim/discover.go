@@ -55,11 +55,11 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 		return nil, fmt.Errorf("home directory: %w", err)
 	}
 	d := newDiscovery(fsys)
-	gctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	gctx, first := withFirstError(ctx)
+	defer first.cancel(nil)
 	var g errgroup.Group
 	g.SetLimit(walkParallel)
-	d.g, d.ctx, d.cancel = &g, gctx, cancel
+	d.g, d.ctx, d.first = &g, gctx, first
 	declared := make([]*Inbox, len(cfg.Inboxes))
 	for i, p := range cfg.Inboxes {
 		d.spawn(func() error {
@@ -81,8 +81,8 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 		d.spawn(walks[i].start)
 	}
 	g.Wait()
-	if d.err != nil {
-		return nil, d.err
+	if err := first.Err(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -116,13 +116,10 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 
 // discovery is the shared state of one Discover call.
 type discovery struct {
-	l      *lister
-	g      *errgroup.Group
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
-	errOnce sync.Once
-	err     error // the first failure; it cancels ctx
+	l     *lister
+	g     *errgroup.Group
+	ctx   context.Context
+	first *firstError // the first failure cancels ctx
 
 	mu       sync.Mutex
 	listings map[string]*listing       // inbox path -> its listing (each inbox listed once)
@@ -139,8 +136,7 @@ func newDiscovery(fsys transport.FS) *discovery {
 func (d *discovery) spawn(fn func() error) {
 	run := func() error {
 		if err := fn(); err != nil {
-			d.errOnce.Do(func() { d.err = err })
-			d.cancel(err)
+			d.first.fail(err)
 		}
 		return nil
 	}

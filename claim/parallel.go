@@ -72,3 +72,25 @@ func (l *lister) readDir(ctx context.Context, dir string) ([]transport.FileInfo,
 	defer l.alone.Unlock()
 	return l.fsys.ReadDir(ctx, dir, 0)
 }
+
+// firstError keeps the first failure of a group of goroutines and cancels
+// their context with it, so that the others stop early.
+type firstError struct {
+	once   sync.Once
+	err    error
+	cancel context.CancelCauseFunc
+}
+
+// withFirstError returns a context that the first fail cancels.
+func withFirstError(ctx context.Context) (context.Context, *firstError) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	return ctx, &firstError{cancel: cancel}
+}
+
+func (f *firstError) fail(err error) {
+	f.once.Do(func() { f.err = err })
+	f.cancel(err)
+}
+
+// Err is the first failure, once the goroutines that could fail are done.
+func (f *firstError) Err() error { return f.err }

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -74,8 +73,8 @@ func Pull(ctx context.Context, fsys transport.FS, cfg Config, spool Spool, rec R
 }
 
 type puller struct {
-	fsys   transport.FS // raw, with its reads counted against reads
-	raw    transport.FS
+	fsys   transport.FS        // the transport, each read taking a slot of reads
+	raw    transport.FS        // the transport itself, for reads whose slot the caller took
 	reads  *semaphore.Weighted // files open for reading at once
 	cfg    Config
 	spool  Spool
@@ -89,7 +88,7 @@ type puller struct {
 	deferred    map[string]map[string]int // inbox -> reason -> deferrals
 	archiveErrs []error
 	dirs        map[string]bool // archive directories known to exist
-	scanned     atomic.Int64    // inboxes discovered and listed
+	scanned     int             // inboxes discovered and listed, set before the pipeline starts
 }
 
 // openLimit bounds the ReadFile calls in flight on an FS.
@@ -113,11 +112,7 @@ func (o *openLimit) ReadContent(ctx context.Context, name string, limit int64) (
 		return nil, err
 	}
 	defer o.sem.Release(1)
-	if cr, ok := o.FS.(transport.ContentReader); ok {
-		return cr.ReadContent(ctx, name, limit)
-	}
-	data, _, err := o.FS.ReadFile(ctx, name, limit)
-	return data, err
+	return transport.ReadContent(ctx, o.FS, name, limit)
 }
 
 type claimed struct {
@@ -149,7 +144,7 @@ func (p *puller) run(ctx context.Context) error {
 		}
 		work = append(work, in)
 	}
-	p.scanned.Store(int64(len(inboxes)))
+	p.scanned = len(inboxes)
 	p.progress()
 	if !p.cfg.DryRun {
 		if err := p.confirmArchived(ctx, work); err != nil {
@@ -162,7 +157,6 @@ func (p *puller) run(ctx context.Context) error {
 			p.log.Info("deferred to a later run", "host", p.cfg.Host, "inbox", in.Path, "too_young", d[ReasonTooYoung], "changing", d[ReasonChanging])
 		}
 	}
-	p.scanned.Store(int64(len(inboxes)))
 	p.progress()
 	p.sortItems()
 	if err != nil {
@@ -197,7 +191,7 @@ func (p *puller) progress() {
 	p.mu.Lock()
 	stored := p.report.Stored
 	p.mu.Unlock()
-	p.cfg.Progress(int(p.scanned.Load()), stored)
+	p.cfg.Progress(p.scanned, stored)
 }
 
 // pipeline claims, stores and archives the candidates of the inboxes with
@@ -219,16 +213,9 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 	if total == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var (
-		errOnce  sync.Once
-		firstErr error
-	)
-	fail := func(err error) {
-		errOnce.Do(func() { firstErr = err })
-		cancel(err)
-	}
+	ctx, first := withFirstError(ctx)
+	defer first.cancel(nil)
+	fail := first.fail
 	files := semaphore.NewWeighted(maxInflightFiles)
 	budget := semaphore.NewWeighted(maxInflightBytes)
 	release := func(weight int64) {
@@ -365,8 +352,8 @@ loop:
 	}
 	<-fed
 	work.Wait()
-	if firstErr != nil {
-		return firstErr
+	if err := first.Err(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }
@@ -388,17 +375,10 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 		p.deferItem(inbox, fi, ReasonTooYoung)
 		return nil, nil
 	}
+	// The caller holds a read slot, and the listing answered the lstat.
 	// The listed size is the limit: a file that grew since it was listed is
 	// changing, and the in-flight budget holds.
-	// The caller holds a read slot. The listing answered the lstat.
-	var data []byte
-	var after transport.FileInfo
-	var err error
-	if lr, ok := p.raw.(transport.ListedReader); ok {
-		data, after, err = lr.ReadListed(ctx, name, fi, fi.Size)
-	} else {
-		data, after, err = p.raw.ReadFile(ctx, name, fi.Size)
-	}
+	data, after, err := transport.ReadListed(ctx, p.raw, name, fi, fi.Size)
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
 		p.log.Info("handoff vanished before it could be read", "host", p.cfg.Host, "name", Quote(name))
@@ -644,13 +624,7 @@ func (p *puller) ensureDir(ctx context.Context, dir string) error {
 }
 
 func sameContent(ctx context.Context, fsys transport.FS, name, sha string, size int64) (bool, error) {
-	var data []byte
-	var err error
-	if cr, ok := fsys.(transport.ContentReader); ok {
-		data, err = cr.ReadContent(ctx, name, size)
-	} else {
-		data, _, err = fsys.ReadFile(ctx, name, size)
-	}
+	data, err := transport.ReadContent(ctx, fsys, name, size)
 	if errors.Is(err, transport.ErrTooLarge) {
 		return false, nil
 	}

@@ -120,3 +120,22 @@ type ContentReader interface {
 type ListedReader interface {
 	ReadListed(ctx context.Context, name string, listed FileInfo, limit int64) ([]byte, FileInfo, error)
 }
+
+// ReadContent reads name for comparison with bytes the caller holds: with
+// fsys's ReadContent when it has one, else with ReadFile.
+func ReadContent(ctx context.Context, fsys FS, name string, limit int64) ([]byte, error) {
+	if cr, ok := fsys.(ContentReader); ok {
+		return cr.ReadContent(ctx, name, limit)
+	}
+	data, _, err := fsys.ReadFile(ctx, name, limit)
+	return data, err
+}
+
+// ReadListed reads a file the caller has just listed: with fsys's
+// ReadListed when it has one, else with ReadFile.
+func ReadListed(ctx context.Context, fsys FS, name string, listed FileInfo, limit int64) ([]byte, FileInfo, error) {
+	if lr, ok := fsys.(ListedReader); ok {
+		return lr.ReadListed(ctx, name, listed, limit)
+	}
+	return fsys.ReadFile(ctx, name, limit)
+}
