@@ -185,7 +185,6 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 	if !in.opts.DryRun {
 		st = startStager(in.ws)
 		defer st.stop()
-		defer in.removeRetired()
 	}
 	q := &srcQueue{led: in.led}
 	srcs, err := q.peek(ctx, in.batchMax)
@@ -617,10 +616,12 @@ func lateName(target string, late []byte) string {
 }
 
 // retire keeps a replaced target file, under its temporary name, to be
-// removed at the end of the run (removeRetired), within bounds. On ext4
-// without a journal every inode freed makes each later file creation in
-// its group look at it again for a while, which made removing thousands
-// of replaced files during a run cost more than the rest of their batch.
+// removed when the Ingester is closed (removeRetired), within bounds. On
+// ext4 without a journal every inode freed makes each later file creation
+// in its group look at it again for about 30 s (dirty_expire_centisecs),
+// which made removing thousands of replaced files during a run cost more
+// than the rest of their batch, and slowed the spool writes of pulls still
+// running: a sync runs Run several times while it pulls.
 func (in *Ingester) retire(s *durable.Swapped) {
 	if !s.Replaced() {
 		return

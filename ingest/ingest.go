@@ -54,9 +54,12 @@ type Ingester struct {
 	batchMax   int
 	batchBytes int
 
-	// Replaced target files kept until the end of the run (see retire).
+	// Replaced target files kept until Close (see retire).
 	retired      []*durable.Swapped
 	retiredBytes int64
+	// tempsRemoved: the first Run has removed a crashed run's temporary
+	// files.
+	tempsRemoved bool
 
 	// beforeReplace, when set (by tests), runs after a batch's new files
 	// are durable and before its targets are replaced.
@@ -76,8 +79,12 @@ func New(opts Options, led *Ledger, spool claim.Spool) (*Ingester, error) {
 	return &Ingester{opts: opts, led: led, spool: spool, ws: ws, log: log, batchMax: batchMax, batchBytes: batchMaxBytes}, nil
 }
 
-// Close releases the workspace handle.
-func (in *Ingester) Close() error { return in.ws.Close() }
+// Close removes the target files the runs replaced (see retire) and
+// releases the workspace handle.
+func (in *Ingester) Close() error {
+	in.removeRetired()
+	return in.ws.Close()
+}
 
 // Run first finishes plans a crashed run left behind, then decides and
 // applies every stored source that has no result yet, in the order they
@@ -93,8 +100,13 @@ func (in *Ingester) Close() error { return in.ws.Close() }
 // Sources are taken in batches (see batch.go): the guarantee is per
 // handoff, the cost of the fsyncs and ledger commits is shared.
 func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
-	if err := in.ws.removeTemps(); err != nil {
-		return nil, fmt.Errorf("ingest: remove temporary files: %w", err)
+	// Temporary files are a crashed process's leftovers only before this
+	// Ingester's first Run; after it they are its own retired files.
+	if !in.tempsRemoved {
+		if err := in.ws.removeTemps(); err != nil {
+			return nil, fmt.Errorf("ingest: remove temporary files: %w", err)
+		}
+		in.tempsRemoved = true
 	}
 	var out []Entry
 	plans, err := in.led.interruptedPlans(ctx)

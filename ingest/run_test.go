@@ -451,7 +451,6 @@ func TestEditorBetweenPlanAndReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
 	in.batchMax = 3
 	edits := 0
 	in.beforeReplace = func() {
@@ -481,6 +480,10 @@ func TestEditorBetweenPlanAndReplace(t *testing.T) {
 	}
 	if len(entries) != 8 {
 		t.Errorf("%d entries, want 8", len(entries))
+	}
+	// The replaced files are removed when the ingester is closed.
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
 	}
 	r.checkClean()
 }
@@ -538,5 +541,51 @@ func TestErrorWhileDecidingNextBatch(t *testing.T) {
 		t.Errorf("results %v, want %v", got, want)
 	}
 	r.checkMarkers(markers)
+	r.checkClean()
+}
+
+// TestReplacedFilesRemovedAtClose: a sync runs Run several times while it
+// pulls. The target files its appends replace stay, under temporary names,
+// until Close, so that no inode is freed while the pulls are still
+// creating spool files; a later Run must not take them for a crashed
+// run's leftovers either. Invariant: every append applied exactly once,
+// and nothing temporary left once the ingester is closed.
+func TestReplacedFilesRemovedAtClose(t *testing.T) {
+	r := newRig(t)
+	r.writeWS("TOOLS.md", "# Tools\n")
+	in, err := New(Options{Workspace: r.ws, RunID: "run"}, r.led, r.spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	temps := func() int {
+		n := 0
+		filepath.WalkDir(r.ws, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && durable.IsTemp(d.Name()) {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	var marks []string
+	for pass := range 2 {
+		m := fmt.Sprintf("- pass-%d", pass)
+		marks = append(marks, m)
+		r.store([2]string{fmt.Sprintf("t%d.md", pass), docH("TOOLS.md", m)})
+		entries, err := in.Run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != 1 || entries[0].Target != "TOOLS.md" || entries[0].AfterSHA256 == "" {
+			t.Fatalf("pass %d: %+v", pass, entries)
+		}
+		if got := temps(); got != pass+1 {
+			t.Errorf("after pass %d: %d replaced files kept, want %d", pass, got, pass+1)
+		}
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.checkMarkers(map[string][]string{"TOOLS.md": marks})
 	r.checkClean()
 }
