@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
@@ -110,31 +113,67 @@ func (s *DirSpool) Get(sha string) ([]byte, error) {
 	return data, nil
 }
 
-func (s *DirSpool) Put(batch map[string][]byte) error {
-	wrote := 0
-	for sha, data := range batch {
+// Put writes every new content of the batch under a temporary name, then
+// fsyncs them all concurrently (the file system commits concurrent fsyncs
+// together: one batch costs about what one file did), then renames them
+// into place and fsyncs the directory once. A crash before that last fsync
+// leaves whole files, which a later Put trusts only after OpenSpool has
+// synced the directory, and temporary files, which the next run removes.
+func (s *DirSpool) Put(batch map[string][]byte) (err error) {
+	fresh := make([]string, 0, len(batch))
+	for sha := range batch {
 		ok, err := s.Has(sha)
 		if err != nil {
 			return err
 		}
-		if ok {
-			continue
+		if !ok {
+			fresh = append(fresh, sha)
 		}
-		if err := durable.WriteFileNoDirSync(s.root, Name(sha), data, 0o600); err != nil {
-			return fmt.Errorf("spool: %w", err)
-		}
-		wrote++
-		failpoint.Inject("store.spooled")
 	}
-	if wrote == 0 {
+	if len(fresh) == 0 {
 		return nil
 	}
+	slices.Sort(fresh)
+	temps := make([]*durable.Temp, 0, len(fresh))
+	defer func() {
+		if err != nil {
+			for _, t := range temps {
+				t.Remove()
+			}
+		}
+	}()
+	for _, sha := range fresh {
+		t, err := durable.OpenTemp(s.root, Name(sha), batch[sha], 0o600)
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		temps = append(temps, t)
+	}
+	var g errgroup.Group
+	g.SetLimit(spoolSyncs)
+	for _, t := range temps {
+		g.Go(t.Sync)
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	for i, t := range temps {
+		if err := t.Rename(); err != nil {
+			temps = temps[i+1:]
+			return fmt.Errorf("spool: %w", err)
+		}
+		failpoint.Inject("store.spooled")
+	}
+	temps = nil
 	if err := durable.SyncDir(s.root, "."); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
 	failpoint.Inject("store.synced")
 	return nil
 }
+
+// spoolSyncs is how many spool files Put fsyncs at once.
+const spoolSyncs = 32
 
 // Overlay writes new content to Upper and reads from Upper, then Base. A
 // dry run uses it with Upper in a temporary directory and Base the real

@@ -70,8 +70,9 @@ func WriteFileNoDirSync(root *os.Root, name string, data []byte, perm fs.FileMod
 // durable only once its directory has been synced (SyncDir).
 type Temp struct {
 	root *os.Root
-	name string // the name it is meant for
-	tmp  string // its temporary name, in the same directory
+	name string   // the name it is meant for
+	tmp  string   // its temporary name, in the same directory
+	f    *os.File // open until Sync, for a Temp from OpenTemp
 	size int64
 	sum  [sha256.Size]byte // of the content, to tell another writer's appends from it
 }
@@ -79,7 +80,22 @@ type Temp struct {
 // CreateTemp creates a temporary file with O_EXCL next to name (relative
 // to root), writes data, checks the length, fsyncs and closes it. On any
 // error the temporary file is removed.
-func CreateTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (_ *Temp, err error) {
+func CreateTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (*Temp, error) {
+	t, err := OpenTemp(root, name, data, perm)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Sync(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// OpenTemp is CreateTemp without the fsync: the file stays open until
+// Sync fsyncs and closes it. A caller with many files writes them all
+// first and then syncs them concurrently, so that the file system can
+// commit the fsyncs together. On any error the temporary file is removed.
+func OpenTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (_ *Temp, err error) {
 	tmp, err := tempName(name)
 	if err != nil {
 		return nil, err
@@ -101,19 +117,38 @@ func CreateTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (_ *T
 	if n != len(data) {
 		return nil, fmt.Errorf("durable: write %s: short write (%d of %d bytes)", name, n, len(data))
 	}
+	return &Temp{root: root, name: name, tmp: tmp, f: f, size: int64(len(data)), sum: sha256.Sum256(data)}, nil
+}
+
+// Sync fsyncs and closes a Temp that OpenTemp returned; for one from
+// CreateTemp it does nothing. On error the temporary file is removed and
+// the Temp is used up.
+func (t *Temp) Sync() (err error) {
+	if t.f == nil {
+		return nil
+	}
+	f := t.f
+	t.f = nil
 	syncs.Add(1)
 	if err = f.Sync(); err != nil {
-		return nil, fmt.Errorf("durable: fsync %s: %w", name, err)
+		f.Close()
+		t.root.Remove(t.tmp)
+		return fmt.Errorf("durable: fsync %s: %w", t.name, err)
 	}
 	if err = f.Close(); err != nil {
-		return nil, fmt.Errorf("durable: close %s: %w", name, err)
+		t.root.Remove(t.tmp)
+		return fmt.Errorf("durable: close %s: %w", t.name, err)
 	}
-	return &Temp{root: root, name: name, tmp: tmp, size: int64(len(data)), sum: sha256.Sum256(data)}, nil
+	return nil
 }
 
 // Rename puts the content in place under its name, replacing whatever is
 // there. The directory is not synced.
 func (t *Temp) Rename() error {
+	if t.f != nil {
+		t.Remove()
+		return fmt.Errorf("durable: %s put in place before it was synced", t.name)
+	}
 	if err := t.root.Rename(t.tmp, t.name); err != nil {
 		t.root.Remove(t.tmp)
 		return fmt.Errorf("durable: rename into %s: %w", t.name, err)
@@ -123,6 +158,10 @@ func (t *Temp) Rename() error {
 
 // Remove deletes the temporary file.
 func (t *Temp) Remove() error {
+	if t.f != nil {
+		t.f.Close()
+		t.f = nil
+	}
 	if err := t.root.Remove(t.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -304,6 +343,10 @@ func ReplaceIf(root *os.Root, name string, data []byte, perm fs.FileMode, ok fun
 // reached the replaced file after the check and closes it. The replaced
 // file stays under t's temporary name until Remove.
 func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []byte, err error) {
+	if t.f != nil {
+		t.Remove()
+		return nil, nil, fmt.Errorf("durable: %s put in place before it was synced", t.name)
+	}
 	root, name, tmp := t.root, t.name, t.tmp
 	dir, base := path.Dir(name), path.Base(name)
 	defer func() {
