@@ -78,11 +78,13 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 	defer led.Close()
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
+	began := time.Now()
 	fsys, err := DialHost(ctx, h, log)
 	if err != nil {
 		return fail(err)
 	}
 	defer fsys.Close()
+	log.Debug("connected", "host", h.Name, "took", time.Since(began))
 	return pullWith(ctx, fsys, h, sp, led, job.RunID, job.DryRun, time.Now, log)
 }
 

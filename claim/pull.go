@@ -122,10 +122,12 @@ type claimed struct {
 }
 
 func (p *puller) run(ctx context.Context) error {
+	began := time.Now()
 	inboxes, err := Discover(ctx, p.fsys, p.cfg)
 	if err != nil {
 		return err
 	}
+	p.log.Debug("discovered", "host", p.cfg.Host, "inboxes", len(inboxes), "took", time.Since(began))
 	p.deferred = map[string]map[string]int{}
 	p.dirs = map[string]bool{}
 	var work []*Inbox
