@@ -44,6 +44,7 @@ command -v git >/dev/null || need+=(git)
 command -v jq >/dev/null || need+=(jq)
 command -v strace >/dev/null || need+=(strace)
 [ -x /usr/bin/time ] || need+=(time)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs) # run.sh's scratch file system
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   apt-get update -qq

@@ -5,6 +5,7 @@
 # bench/results/ are kept.
 set -uo pipefail
 BENCH_DIR=${BENCH_DIR:-/srv/hbench}
+if mountpoint -q "$BENCH_DIR/scratch"; then umount "$BENCH_DIR/scratch"; fi
 for pidf in /run/hbench-h*.pid; do
   [ -f "$pidf" ] || continue
   kill "$(cat "$pidf")" 2>/dev/null
