@@ -50,9 +50,20 @@ type Inbox struct {
 // order as a breadth-first walk in name order: declared inboxes first, then
 // each root's by depth and path.
 func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, error) {
-	home, err := fsys.Home(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("home directory: %w", err)
+	// The home directory costs a round trip: ask only if a path needs it.
+	var home string
+	needHome := false
+	for _, p := range cfg.Inboxes {
+		needHome = needHome || tilde(p)
+	}
+	for _, r := range cfg.Roots {
+		needHome = needHome || tilde(r.Path)
+	}
+	if needHome {
+		var err error
+		if home, err = fsys.Home(ctx); err != nil {
+			return nil, fmt.Errorf("home directory: %w", err)
+		}
 	}
 	d := newDiscovery(fsys)
 	gctx, first := withFirstError(ctx)
@@ -72,10 +83,12 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 			return nil
 		})
 	}
+	harnesses := slices.Sorted(slices.Values(cfg.Harnesses))
+	harnesses = slices.Compact(harnesses)
 	walks := make([]*walk, len(cfg.Roots))
 	for i, r := range cfg.Roots {
-		walks[i] = &walk{d: d, root: expand(r.Path, home), maxDepth: r.MaxDepth, isHarness: map[string]bool{}}
-		for _, h := range cfg.Harnesses {
+		walks[i] = &walk{d: d, root: expand(r.Path, home), maxDepth: r.MaxDepth, harnesses: harnesses, isHarness: map[string]bool{}}
+		for _, h := range harnesses {
 			walks[i].isHarness[h] = true
 		}
 		d.spawn(walks[i].start)
@@ -227,6 +240,9 @@ func (d *discovery) fill(in *Inbox) {
 	}
 }
 
+// tilde reports whether p names a place under the home directory.
+func tilde(p string) bool { return p == "~" || strings.HasPrefix(p, "~/") }
+
 func expand(p, home string) string {
 	if p == "~" {
 		return home
@@ -276,8 +292,11 @@ type walk struct {
 	d         *discovery
 	root      string
 	maxDepth  int
+	harnesses []string // sorted
 	isHarness map[string]bool
 	visited   atomic.Int64
+
+	rootOK bool // the root is a real directory
 
 	mu    sync.Mutex
 	found []found
@@ -291,30 +310,68 @@ type found struct {
 
 func (w *walk) start() error {
 	ctx := w.d.ctx
+	if w.maxDepth == 0 {
+		if err := w.checkRoot(w.d.l.fsys.Lstat(ctx, w.root)); err != nil || !w.rootOK {
+			return err
+		}
+		return w.leaf(w.root, nil)
+	}
+	// The root is asked about and listed in the same round trip; the
+	// listing counts only once the lstat has said the root is a real
+	// directory (an SFTP OPENDIR follows symlinks).
+	if w.visited.Add(1) > MaxWalkDirs {
+		return w.tooMany()
+	}
+	var ents []transport.FileInfo
+	var listErr error
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		ents, listErr = w.d.l.readDir(ctx, w.root)
+	}()
 	fi, err := w.d.l.fsys.Lstat(ctx, w.root)
-	if errors.Is(err, transport.ErrNotExist) {
+	<-listed
+	if err := w.checkRoot(fi, err); err != nil || !w.rootOK {
+		return err
+	}
+	return w.listed(w.root, nil, ents, listErr)
+}
+
+// checkRoot judges the root's lstat: rootOK if it is a real directory; a
+// missing root is no error (nothing to find), anything else but a
+// directory is.
+func (w *walk) checkRoot(fi transport.FileInfo, err error) error {
+	switch {
+	case errors.Is(err, transport.ErrNotExist):
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("lstat discovery root %s: %w", w.root, err)
-	}
-	if !fi.IsDir() {
+	case !fi.IsDir():
 		return fmt.Errorf("discovery root %s is not a directory (symlinks are never followed; name the real path)", w.root)
 	}
-	return w.dir(w.root, nil)
+	w.rootOK = true
+	return nil
 }
 
 func (w *walk) tooMany() error {
 	return fmt.Errorf("discovery root %s holds more than %d directories within max_depth %d; lower max_depth or name deeper roots", Quote(w.root), MaxWalkDirs, w.maxDepth)
 }
 
-// dir lists one directory at depth len(key) and starts on what it holds.
+// dir lists one directory at depth len(key) below max_depth and starts on
+// what it holds.
 func (w *walk) dir(dir string, key []string) error {
 	if w.visited.Add(1) > MaxWalkDirs {
 		return w.tooMany()
 	}
+	ents, err := w.d.l.readDir(w.d.ctx, dir)
+	return w.listed(dir, key, ents, err)
+}
+
+// listed starts on what listing dir found: each harness directory's inbox,
+// and each subdirectory (listed if it is above max_depth, probed by leaf
+// if it is at it).
+func (w *walk) listed(dir string, key []string, ents []transport.FileInfo, err error) error {
 	ctx := w.d.ctx
-	ents, err := w.d.l.readDir(ctx, dir)
 	if err != nil {
 		if errors.Is(err, transport.ErrNotExist) || ctx.Err() == nil && isPermission(err) {
 			return nil // vanished or unreadable: nothing to find there
@@ -333,14 +390,9 @@ func (w *walk) dir(dir string, key []string) error {
 		child := append(slices.Clip(key), e.Name)
 		if w.isHarness[e.Name] {
 			w.d.spawn(func() error {
-				in := harnessInbox(ctx, w.d.l.fsys, dir, e)
-				if in == nil {
-					return nil
+				if in := harnessInbox(ctx, w.d.l.fsys, dir, e); in != nil {
+					w.found1(depth, child, in)
 				}
-				w.mu.Lock()
-				w.found = append(w.found, found{depth: depth, key: child, in: in})
-				w.mu.Unlock()
-				w.d.list(in)
 				return nil
 			})
 			continue
@@ -351,9 +403,88 @@ func (w *walk) dir(dir string, key []string) error {
 		if w.visited.Load() >= MaxWalkDirs {
 			return w.tooMany()
 		}
-		w.d.spawn(func() error { return w.dir(path.Join(dir, e.Name), child) })
+		sub := path.Join(dir, e.Name)
+		if depth+1 == w.maxDepth {
+			w.d.spawn(func() error { return w.leaf(sub, child) })
+		} else {
+			w.d.spawn(func() error { return w.dir(sub, child) })
+		}
 	}
 	return nil
+}
+
+// leaf looks for inboxes in a directory at max_depth, below which the walk
+// does not go. Rather than list it (four round trips over SFTP: open, read,
+// read to the end, close) it asks about each harness directory by name,
+// all at once, and only where one exists about the opt-out markers and the
+// inbox: one round trip for a directory without a harness, two for a
+// repository.
+func (w *walk) leaf(dir string, key []string) error {
+	if w.visited.Add(1) > MaxWalkDirs {
+		return w.tooMany()
+	}
+	ctx, fsys := w.d.ctx, w.d.l.fsys
+	fis := make([]transport.FileInfo, len(w.harnesses))
+	errs := make([]error, len(w.harnesses))
+	if err := inParallel(ctx, len(w.harnesses), len(w.harnesses), func(ctx context.Context, i int) error {
+		fis[i], errs[i] = fsys.Lstat(ctx, path.Join(dir, w.harnesses[i]))
+		return nil
+	}); err != nil {
+		return err
+	}
+	var present []transport.FileInfo
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			fi := fis[i]
+			fi.Name = w.harnesses[i]
+			present = append(present, fi)
+		case errors.Is(err, transport.ErrNotExist), ctx.Err() == nil && isPermission(err):
+		default:
+			return fmt.Errorf("lstat %s: %w", path.Join(dir, w.harnesses[i]), err)
+		}
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	// The directory's own opt-out marker, asked about with the harness
+	// directories' markers and inboxes.
+	ins := make([]*Inbox, len(present))
+	var optErr error
+	if err := inParallel(ctx, len(present)+1, len(present)+1, func(ctx context.Context, i int) error {
+		if i == len(present) {
+			_, optErr = fsys.Lstat(ctx, path.Join(dir, OptOutMarker))
+			return nil
+		}
+		ins[i] = harnessInbox(ctx, fsys, dir, present[i])
+		return nil
+	}); err != nil {
+		return err
+	}
+	switch {
+	case optErr == nil:
+		return nil // opted out, with everything below
+	case errors.Is(optErr, transport.ErrNotExist):
+	case ctx.Err() == nil && isPermission(optErr):
+		return nil
+	default:
+		return fmt.Errorf("lstat %s: %w", path.Join(dir, OptOutMarker), optErr)
+	}
+	for i, in := range ins {
+		if in != nil {
+			w.found1(len(key), append(slices.Clip(key), present[i].Name), in)
+		}
+	}
+	return nil
+}
+
+// found1 records an inbox found in the repository at depth, harness
+// directory key, and starts listing it.
+func (w *walk) found1(depth int, key []string, in *Inbox) {
+	w.mu.Lock()
+	w.found = append(w.found, found{depth: depth, key: key, in: in})
+	w.mu.Unlock()
+	w.d.list(in)
 }
 
 // harnessInbox returns the inbox under a harness directory entry, or nil if

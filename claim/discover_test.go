@@ -83,6 +83,24 @@ func TestDiscover(t *testing.T) {
 			want:  map[string]wantInbox{"w/c/.claude/memory-handoffs": {state: "ok", cands: []string{"z.md"}}},
 		},
 		{
+			// Directories at max_depth are probed by name, not listed:
+			// their opt-out marker still hides them.
+			name:  "opt-out marker in a repository at max_depth",
+			specs: []string{"w/a/.no-memory-handoffs", "w/a/.claude/memory-handoffs/x.md", "w/b/.codex/memory-handoffs/y.md"},
+			depth: 1,
+			want:  map[string]wantInbox{"w/b/.codex/memory-handoffs": {state: "ok", cands: []string{"y.md"}}},
+		},
+		{
+			name: "a symlink at max_depth is never followed",
+			specs: []string{
+				"elsewhere/.claude/memory-handoffs/x.md",
+				"w/link -> ../elsewhere",
+				"w/r/.claude/memory-handoffs/y.md",
+			},
+			depth: 1,
+			want:  map[string]wantInbox{"w/r/.claude/memory-handoffs": {state: "ok", cands: []string{"y.md"}}},
+		},
+		{
 			name:  "opt-out marker at the root hides everything",
 			specs: []string{"w/.no-memory-handoffs", "w/.claude/memory-handoffs/x.md", "w/a/.claude/memory-handoffs/y.md"},
 			depth: 3,
