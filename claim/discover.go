@@ -257,7 +257,21 @@ func expand(p, home string) string {
 // neither it, its harness directory nor its repository may opt out.
 func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, error) {
 	in := &Inbox{Path: p, Repo: path.Dir(path.Dir(p)), State: StateOK}
-	fi, err := fsys.Lstat(ctx, p)
+	// The inbox and the three places a marker may be, in one round trip.
+	markers := []string{path.Join(p, OptOutMarker), path.Join(path.Dir(p), OptOutMarker), path.Join(in.Repo, OptOutMarker)}
+	var fi transport.FileInfo
+	var err error
+	markerErrs := make([]error, len(markers))
+	if err := inParallel(ctx, len(markers)+1, len(markers)+1, func(ctx context.Context, i int) error {
+		if i == len(markers) {
+			fi, err = fsys.Lstat(ctx, p)
+		} else {
+			_, markerErrs[i] = fsys.Lstat(ctx, markers[i])
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
 		in.State = StateMissing
@@ -272,14 +286,13 @@ func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, er
 		in.Err = fmt.Errorf("%s is not a directory", p)
 		return in, nil
 	}
-	for _, dir := range []string{p, path.Dir(p), in.Repo} {
-		_, err := fsys.Lstat(ctx, path.Join(dir, OptOutMarker))
+	for i, err := range markerErrs {
 		if err == nil {
 			in.State = StateOptedOut
 			return in, nil
 		}
 		if !errors.Is(err, transport.ErrNotExist) {
-			return nil, fmt.Errorf("lstat %s: %w", path.Join(dir, OptOutMarker), err)
+			return nil, fmt.Errorf("lstat %s: %w", markers[i], err)
 		}
 	}
 	return in, nil
