@@ -2,7 +2,12 @@
 """bench/report.py — medians and ratios of medians for one cell (or a grid).
 
   report.py --csv runs.csv [--floor-rt N --rtt MS --rtt-check TEXT]
-  report.py --grid results/*/runs.csv     # one row per cell and tool
+  report.py --grid --csv results/*/runs.csv   # one row per cell
+
+In the grid, "handoff round trips (wall)" is the time the RTT adds to
+handoff's median over the same shape at RTT 0, divided by the RTT: the
+round trips on the run's critical path. The proxy's count (direction
+changes of each connection) over-counts when many requests are in flight.
 
 Ratios are of medians: handoff's median over pruned rsync's median, etc.
 Only verified runs count; a tool with an unverified run is flagged.
@@ -60,16 +65,24 @@ def main():
         cells = defaultdict(list)
         for r in rows:
             cells[(int(r["k"]), int(r["r"]), int(r["f"]), int(r["rtt_ms"]))].append(r)
-        print("| K | R | F | RTT ms | runs (handoff / others) | handoff s | rsync plain s | rsync pruned s | rclone s | handoff / pruned rsync | handoff / rclone | handoff round trips/host |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        meds = {key: cell_table(rs)[2] for key, rs in cells.items()}
+        print("| K | R | F | RTT ms | runs handoff / plain / pruned / rclone | handoff s | rsync plain s | rsync pruned s | rclone s | handoff / pruned rsync | handoff / rclone | handoff round trips (wall) | floor | proxy-counted |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for key in sorted(cells):
             by, bad, med, rts, _ = cell_table(cells[key])
-            others = max((len(v) for t, v in by.items() if t != "handoff"), default=0)
-            runs = f"{len(by.get('handoff', []))} / {others}"
+            runs = " / ".join(str(len(by.get(t, []))) for t in ORDER)
             f = lambda t: (f"{med[t]:.2f}" + (f" ({bad[t]} bad)" if bad[t] else "")) if t in med else ("–" if not bad[t] else f"{bad[t]} bad")
             rt = str(int(statistics.median(rts["handoff"]))) if rts["handoff"] else "–"
+            # Round trips on the critical path: the time RTT adds to the
+            # run, over the RTT (against the same shape at RTT 0).
+            wall_rt = "–"
+            base = meds.get(key[:3] + (0,), {}).get("handoff")
+            if key[3] > 0 and base is not None and "handoff" in med:
+                wall_rt = f"{(med['handoff'] - base) / (key[3] / 1000):.0f}"
+            floors = [int(r["floor_rt"]) for r in cells[key] if r.get("floor_rt")]
+            floor = str(floors[0]) if floors else "–"
             print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rclone')} | "
-                  f"{ratio(med.get('handoff'), med.get('rsync-pruned'))} | {ratio(med.get('handoff'), med.get('rclone'))} | {rt} |")
+                  f"{ratio(med.get('handoff'), med.get('rsync-pruned'))} | {ratio(med.get('handoff'), med.get('rclone'))} | {wall_rt} | {floor} | {rt} |")
         return
     by, bad, med, rts, rtmax = cell_table(rows)
     cell = rows[0]["cell"] if rows else "?"

@@ -233,8 +233,13 @@ verify() {
   echo ok
 }
 
+# floor for one host's pull: SFTP setup + one round trip per directory level
+# (max_depth 2, the depth of the repositories, as the pruned rsync: levels
+# 0..2) + read + acknowledge.
+floor_rt=$((setup_rt + 3 + 1 + 1))
+
 CSV=$OUT/runs.csv
-echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median" >"$CSV"
+echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt" >"$CSV"
 read -r -a tools <<<"$TOOLS"
 nt=${#tools[@]}
 for rep in $(seq 1 "$N"); do
@@ -264,15 +269,11 @@ for rep in $(seq 1 "$N"); do
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
-    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" >>"$CSV"
+    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" >>"$CSV"
     printf 'run %s/%s %-13s %8.2f s  %s%s\n' "$rep" "$N" "$tool" "$secs" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" >&2
   done
 done
 
-# floor for one host's pull: SFTP setup + one round trip per directory level
-# (max_depth 2, the depth of the repositories, as the pruned rsync: levels
-# 0..2) + read + acknowledge.
-floor_rt=$((setup_rt + 3 + 1 + 1))
 python3 "$HERE/report.py" --csv "$CSV" --floor-rt "$floor_rt" --rtt "$RTT" \
   --rtt-check "$(cat "$OUT/rtt.txt")" | tee "$OUT/table.md"
 cp "$OUT/table.md" "$RESULTS/$CELL-latest.md"

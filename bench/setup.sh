@@ -17,9 +17,10 @@
 # Handoffs alternate document appends and card creations; every one has
 # unique content and card name, and an mtime an hour old (past settle).
 #
-# Re-running with the same k/r/f does nothing; with other r/f it rebuilds the
-# trees of the hosts whose shape changed; hosts above k are left alone (their
-# sshd keeps running; bench/teardown.sh removes everything).
+# Re-running with the same k/r/f does nothing; with another r it rebuilds the
+# trees of the hosts whose shape changed, with another f only their
+# handoffs (4 hosts at a time); hosts above k are left alone (their sshd
+# keeps running; bench/teardown.sh removes everything).
 set -euo pipefail
 
 K=2 R=10 F=1
@@ -130,6 +131,47 @@ handoff_body() {
   fi
 }
 
+# build_host H: host H's tree (if R changed) and its pristine handoffs.
+build_host() {
+  local h=$1 HD=$BENCH_DIR/hosts/h$1 PR=$BENCH_DIR/pristine/h$1 n g repo i hn rel
+  echo "setup: host h$h: $R repositories, $F handoffs each"
+  rm -f "$HD/shape"
+  if [ "$(cat "$HD/shape-tree" 2>/dev/null)" != "R=$R" ]; then
+    rm -rf "$HD/code" "$HD/shape-tree"
+    mkdir -p "$HD/code"
+    for n in $(seq 1 "$R"); do
+      g=$(( (n - 1) / 10 + 1 ))
+      mkdir -p "$HD/code/g$g"
+      cp -al "$TEMPLATE" "$HD/code/g$g/repo$n"
+    done
+    # the copied inbox directories are hard links of nothing: make them
+    # real (empty) directories of this repository (restore.sh does)
+    for d in "$HD"/code/g*/repo*; do
+      rm -rf "$d/.claude/memory-handoffs" "$d/.codex/memory-handoffs"
+    done
+    echo "R=$R" >"$HD/shape-tree"
+  fi
+  rm -rf "$PR"
+  mkdir -p "$PR/code"
+  : >"$HD/expected.txt"
+  for n in $(seq 1 "$R"); do
+    g=$(( (n - 1) / 10 + 1 ))
+    repo=code/g$g/repo$n
+    mkdir -p "$PR/$repo/.claude/memory-handoffs" "$PR/$repo/.codex/memory-handoffs"
+    for i in $(seq 1 "$F"); do
+      if (( i % 2 == 1 )); then hn=.claude; else hn=.codex; fi
+      rel=$repo/$hn/memory-handoffs/2026-04-20-1537-h$h-r$n-$i.md
+      handoff_body "$h" "$g" "$n" "$i" >"$PR/$rel"
+      echo "$rel" >>"$HD/expected.txt"
+    done
+  done
+  # the inboxes belong to the login (it renames and removes in them)
+  chown -R "$BUSER:" "$PR"
+  find "$PR" -exec touch -h -d '-1 hour' {} +
+  sort -o "$HD/expected.txt" "$HD/expected.txt"
+  echo "R=$R F=$F" >"$HD/shape"
+}
+
 # --- the hosts -----------------------------------------------------------------
 for h in $(seq 1 "$K"); do
   ns=hb$h
@@ -180,42 +222,21 @@ EOF
     ip netns exec "$ns" /usr/sbin/sshd -f "$HD/etc/sshd_config"
   fi
 
-  # the tree
-  shape="R=$R F=$F"
-  if [ "$(cat "$HD/shape" 2>/dev/null)" != "$shape" ]; then
-    echo "setup: host h$h: $R repositories, $F handoffs each"
-    rm -rf "$HD/code" "$PR" "$HD/shape"
-    mkdir -p "$HD/code" "$PR/code"
-    : >"$HD/expected.txt"
-    for n in $(seq 1 "$R"); do
-      g=$(( (n - 1) / 10 + 1 ))
-      repo=code/g$g/repo$n
-      mkdir -p "$HD/code/g$g" "$PR/code/g$g"
-      cp -al "$TEMPLATE" "$HD/$repo"
-      mkdir -p "$PR/$repo/.claude/memory-handoffs" "$PR/$repo/.codex/memory-handoffs"
-      for i in $(seq 1 "$F"); do
-        if (( i % 2 == 1 )); then hn=.claude; else hn=.codex; fi
-        rel=$repo/$hn/memory-handoffs/2026-04-20-1537-h$h-r$n-$i.md
-        handoff_body "$h" "$g" "$n" "$i" >"$PR/$rel"
-        echo "$rel" >>"$HD/expected.txt"
-      done
-    done
-    # the copied inbox directories are hard links of nothing: make them real
-    # (empty) directories of this repository, then age everything.
-    for d in "$HD"/code/g*/repo*; do
-      rm -rf "$d/.claude/memory-handoffs" "$d/.codex/memory-handoffs"
-    done
-    # the inboxes belong to the login (it renames and removes in them)
-    chown -R "$BUSER:" "$PR"
-    find "$PR" -exec touch -h -d '-1 hour' {} +
-    sort -o "$HD/expected.txt" "$HD/expected.txt"
-    echo "$shape" >"$HD/shape"
+  # the tree (depends on R only) and the handoffs (on R and F), built in
+  # the background, at most 4 hosts at a time
+  if [ "$(cat "$HD/shape" 2>/dev/null)" != "R=$R F=$F" ]; then
+    while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
+    build_host "$h" &
   fi
   if [ "$(stat -c %U "$PR/code" 2>/dev/null)" != "$BUSER" ]; then chown -R "$BUSER:" "$PR"; fi
   # known_hosts line for the proxy port of this host and for the veth address
   port=$((22100 + h))
   key=$(cut -d' ' -f1,2 "$HD/etc/ssh_host_ed25519_key.pub")
   echo "[127.0.0.1]:$port $key" >"$HD/known_hosts_line"
+done
+wait # for the hosts being built
+for h in $(seq 1 "$K"); do
+  [ "$(cat "$BENCH_DIR/hosts/h$h/shape" 2>/dev/null)" = "R=$R F=$F" ] || { echo "setup: host h$h was not built" >&2; exit 1; }
 done
 cat "$BENCH_DIR"/hosts/h*/known_hosts_line >"$KEYS/known_hosts"
 
