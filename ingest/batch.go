@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/durable"
@@ -67,7 +68,7 @@ const (
 	// Two batches are in flight at a time.
 	batchMaxBytes = 16 << 20
 	// stageWorkers write and fsync a batch's new files concurrently.
-	stageWorkers = 8
+	stageWorkers = 32
 	// retireMaxBytes and retireMaxFiles bound the replaced target files
 	// kept (under temporary names) until the end of a run.
 	retireMaxBytes = 64 << 20
@@ -411,6 +412,13 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 			b.cleanup()
 		}
 	}()
+	began := time.Now()
+	var planned, placed, replaced time.Duration
+	defer func() {
+		if err == nil {
+			in.log.Debug("applied a batch", "handoffs", len(b.items), "files", len(b.files), "plans", planned, "files_synced", placed-planned, "targets_replaced", replaced-placed, "bookkeeping", time.Since(began)-replaced)
+		}
+	}()
 	var plans []*plan
 	for _, it := range b.items {
 		if it.p != nil {
@@ -423,15 +431,18 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 		}
 		failpoint.Inject("plan.recorded")
 	}
+	planned = time.Since(began)
 	if err := b.placeFiles(); err != nil {
 		return nil, false, err
 	}
+	placed = time.Since(began)
 	if in.beforeReplace != nil {
 		in.beforeReplace()
 	}
 	if moved, err = b.replaceTargets(); err != nil {
 		return nil, moved, err
 	}
+	replaced = time.Since(began)
 
 	var done []finished
 	for _, it := range b.items {
