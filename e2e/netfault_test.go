@@ -23,6 +23,7 @@ package e2e
 //     handoff exactly once (checkConverged).
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -298,7 +300,7 @@ func (nw *nfWorld) converge(t *testing.T) time.Duration {
 type nfCalibration struct {
 	kex       int64 // half way through the server's key exchange reply
 	sftpStart int64 // half way through the SFTP server's version packet (Dial still running)
-	afterDial int64 // the reply to the first SFTP request after the session is up (home directory)
+	afterDial int64 // the reply to the first SFTP requests after the session is up (the root's lstat and opendir)
 	listing   int64 // the reply to the first directory read
 	midRead   int64 // half way through reading big.md
 	total     faultproxy.Stats
@@ -344,12 +346,15 @@ func nfCalibrate(t *testing.T, srv *sshdtest.Server) nfCalibration {
 		}
 	}
 	start := func(ch faultproxy.Chunk) int64 { return ch.Down - int64(ch.N) }
-	// Down chunks 0, 1, 2: the server's banner, KEXINIT, and its key
-	// exchange reply (the client waits for each before it goes on).
-	if len(down) < 3 || down[0].N > 255 || down[1].N < 256 {
-		t.Fatalf("calibration: the trace does not start with a banner and a KEXINIT: %+v", down[:min(3, len(down))])
+	// The server's banner, KEXINIT and key exchange reply travel in the
+	// clear: read them off the bytes, not off the chunks. The server sends
+	// its banner and KEXINIT back to back, so one read often holds both (or
+	// any read may split a message); only the bytes say where each ends.
+	op, err := nfParseOpening(c.DownHead)
+	if err != nil {
+		t.Fatalf("calibration: the trace does not start with a banner and a KEXINIT: %v; first chunks down: %+v", err, down[:min(3, len(down))])
 	}
-	cal.kex = start(down[2]) + int64(down[2].N)/2
+	cal.kex = op.reply + (op.replyEnd-op.reply)/2
 
 	listing, ok := fired[0]
 	if !ok {
@@ -360,10 +365,11 @@ func nfCalibrate(t *testing.T, srv *sshdtest.Server) nfCalibration {
 		t.Skip(msg)
 	}
 	cal.listing = listing
-	// The replies before the first directory read: opendir, lstat of the
-	// root, the home directory, and before them the SFTP version packet
-	// that ends Dial. Each SFTP request waits for its reply, so each reply
-	// is one chunk.
+	// The replies before the first directory read: the root's lstat and
+	// opendir, and before them the SFTP version packet that ends Dial. The
+	// client sends the lstat and the opendir together, so their replies
+	// may share a read or even one SSH packet; the version packet, which
+	// the client waits for, is a chunk of its own.
 	k := -1
 	for i, ch := range down {
 		if start(ch) == listing {
@@ -374,13 +380,18 @@ func nfCalibrate(t *testing.T, srv *sshdtest.Server) nfCalibration {
 		t.Fatalf("calibration: no chunk starts at the listing (%d): %+v", listing, down)
 	}
 	// OpenSSH's version packet lists its extensions (hundreds of bytes);
-	// the three replies after it are short. Anything else means the
-	// client's first SFTP requests changed: update this phase map.
-	if down[k-4].N < 200 || down[k-3].N >= 200 || down[k-2].N >= 200 || down[k-1].N >= 200 {
-		t.Fatalf("calibration: the replies before the first listing are not version, home, lstat, opendir: %+v", down[k-4:k+1])
+	// the replies after it are short, in one or two chunks. Anything else
+	// means the client's first SFTP requests changed: update this phase
+	// map.
+	v := k - 1
+	for v > 0 && down[v].N < 200 {
+		v--
 	}
-	cal.afterDial = start(down[k-3])
-	cal.sftpStart = start(down[k-4]) + int64(down[k-4].N)/2
+	if n := k - 1 - v; down[v].N < 200 || n < 1 || n > 2 {
+		t.Fatalf("calibration: the replies before the first listing are not version, lstat and opendir: %+v", down[v:k+1])
+	}
+	cal.afterDial = start(down[v+1])
+	cal.sftpStart = start(down[v]) + int64(down[v].N)/2
 
 	if bigRead, ok := fired[1]; ok {
 		cal.midRead = bigRead + nfBigSize/2
@@ -391,9 +402,128 @@ func nfCalibrate(t *testing.T, srv *sshdtest.Server) nfCalibration {
 	if cal.midRead <= cal.listing || cal.midRead+nfBigSize/2 > c.Stats.Down {
 		t.Fatalf("calibration: mid-read point %d outside the run (listing %d, total %d)", cal.midRead, cal.listing, c.Stats.Down)
 	}
-	t.Logf("calibration: clean sync %v, %d chunks, %d bytes up, %d down; kex %d, sftp start %d, after dial %d, listing %d, mid-read %d",
-		r.elapsed.Round(time.Millisecond), cal.chunks, c.Stats.Up, c.Stats.Down, cal.kex, cal.sftpStart, cal.afterDial, cal.listing, cal.midRead)
+	t.Logf("calibration: clean sync %v, %d chunks, %d bytes up, %d down; %s, KEXINIT at %d, kex reply %d-%d; kex %d, sftp start %d, after dial %d, listing %d, mid-read %d",
+		r.elapsed.Round(time.Millisecond), cal.chunks, c.Stats.Up, c.Stats.Down, op.banner, op.kexinit, op.reply, op.replyEnd, cal.kex, cal.sftpStart, cal.afterDial, cal.listing, cal.midRead)
 	return cal
+}
+
+// nfOpening is where the clear-text start of what an SSH server sends
+// lies: offsets in bytes from the start of the server-to-client stream.
+type nfOpening struct {
+	banner   string // the version line, without its CR LF
+	kexinit  int64  // the server's KEXINIT packet starts here, right after the banner
+	reply    int64  // its key exchange reply starts here, right after the KEXINIT
+	replyEnd int64  // and ends here
+}
+
+// nfParseOpening reads b, the first bytes a server sent, as a version line
+// "SSH-2.0-...\r\n" (RFC 4253 4.2) followed by two binary packets in the
+// clear (RFC 4253 6; no MAC before the first NEWKEYS): the server's
+// KEXINIT (message 20), then its key exchange method's reply (a message
+// from 30 to 49). It needs the three whole, and looks only at the bytes:
+// how they were split into reads does not matter.
+func nfParseOpening(b []byte) (nfOpening, error) {
+	const maxBanner = 255 // RFC 4253 4.2, CR LF included
+	var op nfOpening
+	if !bytes.HasPrefix(b, []byte("SSH-2.0-")) {
+		return op, fmt.Errorf("no SSH-2.0 version line first: %q", b[:min(len(b), 64)])
+	}
+	eol := bytes.Index(b[:min(len(b), maxBanner)], []byte("\r\n"))
+	if eol < 0 {
+		return op, fmt.Errorf("no CR LF ends the version line within %d bytes: %q", maxBanner, b[:min(len(b), maxBanner)])
+	}
+	op.banner = string(b[:eol])
+	op.kexinit = int64(eol + 2)
+	msg, end, err := nfClearPacket(b, eol+2)
+	if err != nil {
+		return op, fmt.Errorf("after the version line %q: %v", op.banner, err)
+	}
+	if msg != 20 {
+		return op, fmt.Errorf("the packet after the version line %q is message %d, want KEXINIT (20)", op.banner, msg)
+	}
+	op.reply = int64(end)
+	if msg, end, err = nfClearPacket(b, end); err != nil {
+		return op, fmt.Errorf("after the KEXINIT: %v", err)
+	}
+	if msg < 30 || msg > 49 {
+		return op, fmt.Errorf("the packet after the KEXINIT is message %d, want a key exchange reply (30 to 49)", msg)
+	}
+	op.replyEnd = int64(end)
+	return op, nil
+}
+
+// nfClearPacket reads the unencrypted binary packet at b[off:] and returns
+// its message number and the offset where it ends.
+func nfClearPacket(b []byte, off int) (msg byte, end int, err error) {
+	if len(b)-off < 6 {
+		return 0, 0, fmt.Errorf("%d bytes at offset %d, too few for a binary packet", len(b)-off, off)
+	}
+	// packet_length, padding_length, payload (message number first),
+	// padding: at least 4 bytes of padding, a payload, and the whole a
+	// multiple of 8 bytes (the block size before any cipher).
+	plen := uint32(b[off])<<24 | uint32(b[off+1])<<16 | uint32(b[off+2])<<8 | uint32(b[off+3])
+	pad := uint32(b[off+4])
+	if plen > 35000 || pad < 4 || pad+2 > plen || (4+plen)%8 != 0 {
+		return 0, 0, fmt.Errorf("no binary packet at offset %d (length %d, padding %d)", off, plen, pad)
+	}
+	end = off + 4 + int(plen)
+	if end > len(b) {
+		return 0, 0, fmt.Errorf("the packet at offset %d ends at %d, past the %d bytes seen", off, end, len(b))
+	}
+	return b[off+5], end, nil
+}
+
+// TestNetFaultOpening checks nfParseOpening on a server's opening built by
+// hand: the banner and its KEXINIT in one piece, as one read delivers them
+// under load (the calibration once expected each in a read of its own).
+func TestNetFaultOpening(t *testing.T) {
+	packet := func(payload ...byte) []byte {
+		pad := 8 - (4+1+len(payload))%8
+		if pad < 4 {
+			pad += 8
+		}
+		n := 1 + len(payload) + pad
+		p := []byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n), byte(pad)}
+		p = append(p, payload...)
+		return append(p, make([]byte, pad)...)
+	}
+	banner := "SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u7"
+	kexinit := packet(append([]byte{20}, bytes.Repeat([]byte("k"), 1100)...)...)
+	reply := packet(append([]byte{31}, bytes.Repeat([]byte("r"), 1200)...)...)
+	newkeys := packet(21)
+	encrypted := bytes.Repeat([]byte{0xa5}, 300)
+	joined := slices.Concat([]byte(banner+"\r\n"), kexinit, reply, newkeys, encrypted)
+
+	op, err := nfParseOpening(joined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nfOpening{
+		banner:   banner,
+		kexinit:  int64(len(banner) + 2),
+		reply:    int64(len(banner) + 2 + len(kexinit)),
+		replyEnd: int64(len(banner) + 2 + len(kexinit) + len(reply)),
+	}
+	if op != want {
+		t.Errorf("got %+v, want %+v", op, want)
+	}
+
+	for name, b := range map[string][]byte{
+		"no banner":           slices.Concat(kexinit, reply),
+		"SSH-1.99 banner":     slices.Concat([]byte("SSH-1.99-x\r\n"), kexinit, reply),
+		"banner without CRLF": slices.Concat([]byte("SSH-2.0-"), bytes.Repeat([]byte("x"), 300), []byte("\r\n"), kexinit, reply),
+		"no KEXINIT":          slices.Concat([]byte(banner+"\r\n"), reply, reply),
+		"no reply":            slices.Concat([]byte(banner+"\r\n"), kexinit, newkeys),
+		"cut KEXINIT":         slices.Concat([]byte(banner+"\r\n"), kexinit[:len(kexinit)-1]),
+		"cut reply":           slices.Concat([]byte(banner+"\r\n"), kexinit, reply[:len(reply)-1]),
+		"not a packet":        slices.Concat([]byte(banner+"\r\n"), encrypted),
+	} {
+		op, err := nfParseOpening(b)
+		if err == nil {
+			t.Errorf("%s: parsed as %+v, want an error", name, op)
+		}
+		t.Logf("%s: %v", name, err)
+	}
 }
 
 // nfFigure is one case's measurements, for the summary.

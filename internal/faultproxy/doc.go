@@ -21,6 +21,9 @@
 //     started has ended.
 //
 // The proxy sees only bytes: it knows nothing of the protocol it carries.
+// It keeps each connection's chunk trace and the first HeadSize bytes of
+// each direction, so a test can read a clear-text protocol opening off the
+// bytes themselves (chunk boundaries are an accident of scheduling).
 // For faults tied to a protocol event it cannot see (an SSH packet inside
 // the encrypted stream), use a Trigger.When predicate that looks at a side
 // effect of the event, or a byte count measured in a calibration run.

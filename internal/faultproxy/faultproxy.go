@@ -195,6 +195,13 @@ type Chunk struct {
 // maxTrace bounds each connection's recorded chunks.
 const maxTrace = 8192
 
+// HeadSize is how many of the first bytes forwarded in each direction a
+// connection keeps (ConnInfo.UpHead, ConnInfo.DownHead): enough for a test
+// to parse a protocol's clear-text opening, such as SSH's version banners
+// and key exchange, from the bytes themselves rather than from how they
+// happened to be split into reads.
+const HeadSize = 16 << 10
+
 // ConnInfo is a snapshot of one connection.
 type ConnInfo struct {
 	Index    int // 0 for the first connection accepted
@@ -202,8 +209,13 @@ type ConnInfo struct {
 	Stats    Stats
 	Fired    []Fired
 	Trace    []Chunk // the first chunks forwarded, in order
-	Closed   bool
-	Err      string // why the target could not be reached, if it could not
+	// UpHead and DownHead are the first bytes forwarded up and down, at
+	// most HeadSize each, whatever chunks they came in: the first
+	// min(ch.Down, HeadSize) bytes of DownHead reached the client by the
+	// end of chunk ch.
+	UpHead, DownHead []byte
+	Closed           bool
+	Err              string // why the target could not be reached, if it could not
 }
 
 // FiredKind reports whether a fault of kind k fired on this connection.
@@ -353,6 +365,8 @@ type conn struct {
 	fired    []bool
 	firedLog []Fired
 	trace    []Chunk
+	upHead   []byte
+	downHead []byte
 	closed   bool
 	err      string
 }
@@ -364,8 +378,10 @@ func (c *conn) info() ConnInfo {
 	st.Elapsed = time.Since(c.start)
 	return ConnInfo{
 		Index: c.idx, Accepted: c.start, Stats: st, Closed: c.closed, Err: c.err,
-		Fired: append([]Fired(nil), c.firedLog...),
-		Trace: append([]Chunk(nil), c.trace...),
+		Fired:    append([]Fired(nil), c.firedLog...),
+		Trace:    append([]Chunk(nil), c.trace...),
+		UpHead:   append([]byte(nil), c.upHead...),
+		DownHead: append([]byte(nil), c.downHead...),
 	}
 }
 
@@ -568,7 +584,9 @@ func (c *conn) room(d Dir, n int) int {
 	return n
 }
 
-func (c *conn) count(d Dir, n int, dropped bool) {
+// count records p as forwarded in d, or as read and discarded.
+func (c *conn) count(d Dir, p []byte, dropped bool) {
+	n := len(p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -581,8 +599,18 @@ func (c *conn) count(d Dir, n int, dropped bool) {
 	default:
 		c.st.Down += int64(n)
 	}
-	if !dropped && len(c.trace) < maxTrace {
+	if dropped {
+		return
+	}
+	if len(c.trace) < maxTrace {
 		c.trace = append(c.trace, Chunk{Dir: d, N: n, At: time.Since(c.start), Up: c.st.Up, Down: c.st.Down})
+	}
+	head := &c.downHead
+	if d == Up {
+		head = &c.upHead
+	}
+	if keep := HeadSize - len(*head); keep > 0 {
+		*head = append(*head, p[:min(keep, n)]...)
 	}
 }
 
@@ -619,7 +647,7 @@ func (c *conn) pump(d Dir, src, dst net.Conn) {
 				<-c.done
 				return
 			case e.drop || dst == nil:
-				c.count(d, len(data), true)
+				c.count(d, data, true)
 				data = nil
 				continue
 			}
@@ -634,7 +662,7 @@ func (c *conn) pump(d Dir, src, dst net.Conn) {
 				c.teardown()
 				return
 			}
-			c.count(d, piece, false)
+			c.count(d, data[:piece], false)
 			data = data[piece:]
 			if e.rate > 0 && !c.sleep(time.Duration(piece)*time.Second/time.Duration(e.rate)) {
 				return

@@ -518,3 +518,34 @@ func TestPendingTimeTriggerDoesNotHoldConnection(t *testing.T) {
 		t.Errorf("fired %+v, want nothing", ci.Fired)
 	}
 }
+
+// TestHead: the first HeadSize bytes of each direction are kept exactly,
+// however they were split into writes and reads, and no more.
+func TestHead(t *testing.T) {
+	down := payload(HeadSize + 5000)
+	tg := startTarget(t, func(c net.Conn) {
+		// Two writes that a read may or may not join.
+		c.Write(down[:40])
+		c.Write(down[40:])
+		io.Copy(io.Discard, c)
+		c.Close()
+	})
+	p := startProxy(t, tg, Plan{})
+	c := dial(t, p)
+	c.Write([]byte("up-1"))
+	c.Write([]byte("up-2"))
+	got := make([]byte, len(down))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitClosed(t, p, 0)
+	ci := p.Conns()[0]
+	if !bytes.Equal(ci.DownHead, down[:HeadSize]) {
+		t.Errorf("down head: %d bytes, want the first %d forwarded", len(ci.DownHead), HeadSize)
+	}
+	if string(ci.UpHead) != "up-1up-2" {
+		t.Errorf("up head %q, want %q", ci.UpHead, "up-1up-2")
+	}
+}
