@@ -2,7 +2,8 @@
 # bench/ingest.sh — the ingester alone (issue 6): N stored handoffs (default
 # 10,000) applied by the transactional ingester vs a naive applier (no fsync,
 # no backup, no ledger), each in its own process so that peak RSS and fsync
-# counts are its own; plus the cost of one 4 KiB write + fsync here.
+# counts are its own, each on a fresh journaled ext4; plus the cost of one
+# 4 KiB write + fsync there.
 #
 #   bench/ingest.sh [N]          # prints a markdown table; also bench/results/ingest-<time>/
 #   PROFILE=1 bench/ingest.sh    # adds a CPU profile of the transactional run (pprof -top)
@@ -25,12 +26,30 @@ SNAP=$BENCH_DIR/src-ingest
 SNAPSHOT_DIR=$SNAP EXTRA_TEST_FILE=ingest/bench_naive_test.go "$HERE/build.sh" "$OUT/handoff" >&2
 if [ "${HANDOFF_REV:-HEAD}" = worktree ]; then SNAP=$MAIN; fi
 (cd "$SNAP" && go test -c -o "$TB" ./ingest/)
-export TMPDIR=${TMPDIR:-/var/tmp}
+# Each run gets a freshly made journaled ext4 (a loop-mounted image) for
+# its files, as in bench/run.sh (see fresh_scratch there): on this
+# machine's journal-less root file system the files one applier deleted
+# made every file the next one created scan them for a minute.
+SCRATCH=$BENCH_DIR/scratch-ingest
+SCRATCH_IMG=$BENCH_DIR/scratch-ingest.img
+fresh_scratch() {
+  if mountpoint -q "$SCRATCH"; then umount "$SCRATCH"; fi
+  mkdir -p "$SCRATCH"
+  rm -f "$SCRATCH_IMG"
+  truncate -s 4G "$SCRATCH_IMG"
+  mkfs.ext4 -q -F -N 300000 "$SCRATCH_IMG"
+  mount -o loop "$SCRATCH_IMG" "$SCRATCH"
+  mkdir -p "$SCRATCH/tmp"
+  export TMPDIR=$SCRATCH/tmp
+}
+trap 'if mountpoint -q "$SCRATCH"; then umount "$SCRATCH"; fi' EXIT
 
 bench() { # name -> runs it plainly, then under strace
   local name=$1
+  fresh_scratch
   /usr/bin/time -v "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x \
     >"$OUT/$name.txt" 2>"$OUT/$name.time"
+  fresh_scratch
   strace -f -c -e trace=fsync,fdatasync -o "$OUT/$name.strace" \
     "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x >/dev/null 2>&1
 }
@@ -41,6 +60,7 @@ if [ "${PROFILE:-0}" = 1 ]; then # where the transactional ingester's time goes
   go tool pprof -top -nodecount 40 "$TB" "$OUT/transactional.cpu" >"$OUT/transactional.top" 2>/dev/null || true
   go tool pprof -top -cum -nodecount 60 "$TB" "$OUT/transactional.cpu" >"$OUT/transactional.cum" 2>/dev/null || true
 fi
+fresh_scratch
 "$TB" -test.run '^$' -test.bench '^BenchmarkFsync4K$' -test.benchtime 2000x >"$OUT/fsync.txt"
 "$TB" -test.run '^$' -test.bench '^BenchmarkFsyncNewFile4K$' -test.benchtime 2000x >"$OUT/fsync-new.txt"
 
