@@ -78,7 +78,10 @@ def main():
             wall_rt = "–"
             base = meds.get(key[:3] + (0,), {}).get("handoff")
             if key[3] > 0 and base is not None and "handoff" in med:
-                wall_rt = f"{(med['handoff'] - base) / (key[3] / 1000):.0f}"
+                n = (med["handoff"] - base) / (key[3] / 1000)
+                # Below 1: the run is CPU-bound and the RTT adds nothing
+                # that stands out of the noise.
+                wall_rt = f"{n:.0f}" if n >= 1 else "–"
             floors = [int(r["floor_rt"]) for r in cells[key] if r.get("floor_rt")]
             floor = str(floors[0]) if floors else "–"
             print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rclone')} | "
