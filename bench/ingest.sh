@@ -27,29 +27,22 @@ SNAPSHOT_DIR=$SNAP EXTRA_TEST_FILE=ingest/bench_naive_test.go "$HERE/build.sh" "
 if [ "${HANDOFF_REV:-HEAD}" = worktree ]; then SNAP=$MAIN; fi
 (cd "$SNAP" && go test -c -o "$TB" ./ingest/)
 # Each run gets a freshly made journaled ext4 (a loop-mounted image) for
-# its files, as in bench/run.sh (see fresh_scratch there): on this
-# machine's journal-less root file system the files one applier deleted
-# made every file the next one created scan them for a minute.
+# its files, as in bench/run.sh (bench/scratch.sh says why).
+. "$HERE/scratch.sh"
 SCRATCH=$BENCH_DIR/scratch-ingest
-SCRATCH_IMG=$BENCH_DIR/scratch-ingest.img
-fresh_scratch() {
-  if mountpoint -q "$SCRATCH"; then umount "$SCRATCH"; fi
-  mkdir -p "$SCRATCH"
-  rm -f "$SCRATCH_IMG"
-  truncate -s 4G "$SCRATCH_IMG"
-  mkfs.ext4 -q -F -N 300000 "$SCRATCH_IMG"
-  mount -o loop "$SCRATCH_IMG" "$SCRATCH"
+fresh_scratch_tmp() {
+  fresh_scratch "$SCRATCH" 4G 300000
   mkdir -p "$SCRATCH/tmp"
   export TMPDIR=$SCRATCH/tmp
 }
-trap 'if mountpoint -q "$SCRATCH"; then umount "$SCRATCH"; fi' EXIT
+trap 'unmount_scratch "$SCRATCH"' EXIT
 
 bench() { # name -> runs it plainly, then under strace
   local name=$1
-  fresh_scratch
+  fresh_scratch_tmp
   /usr/bin/time -v "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x \
     >"$OUT/$name.txt" 2>"$OUT/$name.time"
-  fresh_scratch
+  fresh_scratch_tmp
   strace -f -c -e trace=fsync,fdatasync -o "$OUT/$name.strace" \
     "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x >/dev/null 2>&1
 }
@@ -60,7 +53,7 @@ if [ "${PROFILE:-0}" = 1 ]; then # where the transactional ingester's time goes
   go tool pprof -top -nodecount 40 "$TB" "$OUT/transactional.cpu" >"$OUT/transactional.top" 2>/dev/null || true
   go tool pprof -top -cum -nodecount 60 "$TB" "$OUT/transactional.cpu" >"$OUT/transactional.cum" 2>/dev/null || true
 fi
-fresh_scratch
+fresh_scratch_tmp
 "$TB" -test.run '^$' -test.bench '^BenchmarkFsync4K$' -test.benchtime 2000x >"$OUT/fsync.txt"
 "$TB" -test.run '^$' -test.bench '^BenchmarkFsyncNewFile4K$' -test.benchtime 2000x >"$OUT/fsync-new.txt"
 

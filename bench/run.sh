@@ -18,7 +18,7 @@
 #
 # one rsync/rclone process per host, all hosts in parallel. Each run writes
 # into a freshly made journaled ext4 (loop-mounted $BENCH_DIR/scratch; see
-# fresh_scratch below for why). After each run it
+# bench/scratch.sh for why). After each run it
 # checks that exactly the expected files moved (names and count), and for
 # handoff also that the receipt pulled and applied all of them. Medians,
 # ratios of medians, and handoff's round trips per host (counted at the
@@ -139,25 +139,11 @@ done
 mkdir -p "$W/home"
 
 # Every tool writes into a fresh, empty, journaled ext4 (a loop-mounted
-# image made again before each run): the workspace for handoff, the
-# destination for rsync and rclone. This machine's root file system has no
-# journal, and without one ext4 skips, for each new inode, every inode of
-# its group freed in the last 60 s (6 min while the inode table is dirty):
-# deleting the previous run's 8,000+ files just before the next run made
-# each file creation scan thousands of them (perf: recently_deleted and
-# find_inode_bit were 2.4 CPU-s of a 13 s run). A user's workspace (ext4
-# with its default journal) never pays that, nor should a benchmark.
+# image made again before each run; see bench/scratch.sh for why): the
+# workspace for handoff, the destination for rsync and rclone.
+. "$HERE/scratch.sh"
 SCRATCH=$BENCH_DIR/scratch
-SCRATCH_IMG=$BENCH_DIR/scratch.img
-fresh_scratch() {
-  if mountpoint -q "$SCRATCH"; then umount "$SCRATCH"; fi
-  mkdir -p "$SCRATCH"
-  rm -f "$SCRATCH_IMG"
-  truncate -s 8G "$SCRATCH_IMG"
-  mkfs.ext4 -q -F -N 600000 "$SCRATCH_IMG"
-  mount -o loop "$SCRATCH_IMG" "$SCRATCH"
-}
-trap 'cleanup; if mountpoint -q "$SCRATCH"; then umount "$SCRATCH"; fi' EXIT
+trap 'cleanup; unmount_scratch "$SCRATCH"' EXIT
 DEST=$SCRATCH/dest
 run_tool() { # tool rep -> prints seconds
   local tool=$1 rep=$2 h port
@@ -247,7 +233,7 @@ for rep in $(seq 1 "$N"); do
     tool=${tools[$(( (j + rep - 1) % nt ))]}
     # fresh handoffs, empty workspace and destinations
     "$HERE/restore.sh" -k "$K"
-    fresh_scratch
+    fresh_scratch "$SCRATCH" 8G 600000
     mkdir -p "$SCRATCH/ws" "$DEST"
     sync
     before=$(wc -l <"$STATS")
