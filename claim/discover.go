@@ -259,19 +259,11 @@ func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, er
 	in := &Inbox{Path: p, Repo: path.Dir(path.Dir(p)), State: StateOK}
 	// The inbox and the three places a marker may be, in one round trip.
 	markers := []string{path.Join(p, OptOutMarker), path.Join(path.Dir(p), OptOutMarker), path.Join(in.Repo, OptOutMarker)}
-	var fi transport.FileInfo
-	var err error
-	markerErrs := make([]error, len(markers))
-	if err := inParallel(ctx, len(markers)+1, len(markers)+1, func(ctx context.Context, i int) error {
-		if i == len(markers) {
-			fi, err = fsys.Lstat(ctx, p)
-		} else {
-			_, markerErrs[i] = fsys.Lstat(ctx, markers[i])
-		}
-		return nil
-	}); err != nil {
+	fis, errs, err := lstatAll(ctx, fsys, append([]string{p}, markers...)...)
+	if err != nil {
 		return nil, err
 	}
+	fi, err, markerErrs := fis[0], errs[0], errs[1:]
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
 		in.State = StateMissing
@@ -437,12 +429,12 @@ func (w *walk) leaf(dir string, key []string) error {
 		return w.tooMany()
 	}
 	ctx, fsys := w.d.ctx, w.d.l.fsys
-	fis := make([]transport.FileInfo, len(w.harnesses))
-	errs := make([]error, len(w.harnesses))
-	if err := inParallel(ctx, len(w.harnesses), len(w.harnesses), func(ctx context.Context, i int) error {
-		fis[i], errs[i] = fsys.Lstat(ctx, path.Join(dir, w.harnesses[i]))
-		return nil
-	}); err != nil {
+	names := make([]string, len(w.harnesses))
+	for i, h := range w.harnesses {
+		names[i] = path.Join(dir, h)
+	}
+	fis, errs, err := lstatAll(ctx, fsys, names...)
+	if err != nil {
 		return err
 	}
 	var present []transport.FileInfo
@@ -454,7 +446,7 @@ func (w *walk) leaf(dir string, key []string) error {
 			present = append(present, fi)
 		case errors.Is(err, transport.ErrNotExist), ctx.Err() == nil && isPermission(err):
 		default:
-			return fmt.Errorf("lstat %s: %w", path.Join(dir, w.harnesses[i]), err)
+			return fmt.Errorf("lstat %s: %w", names[i], err)
 		}
 	}
 	if len(present) == 0 {
@@ -514,14 +506,12 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 	}
 	// Both questions in one round trip: is there an opt-out marker, and
 	// what is the inbox.
-	var optErr error
-	asked := make(chan struct{})
-	go func() {
-		defer close(asked)
-		_, optErr = fsys.Lstat(ctx, path.Join(repo, harness.Name, OptOutMarker))
-	}()
-	fi, err := fsys.Lstat(ctx, p)
-	<-asked
+	fis, errs, err := lstatAll(ctx, fsys, path.Join(repo, harness.Name, OptOutMarker), p)
+	if err != nil {
+		in.State, in.Err = StateError, err
+		return in
+	}
+	optErr, fi, err := errs[0], fis[1], errs[1]
 	switch {
 	case optErr == nil:
 		in.State = StateOptedOut

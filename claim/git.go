@@ -38,15 +38,11 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *se
 	dotgit := path.Join(repo, ".git")
 	// Most repositories have a .git directory: ask for its index along
 	// with .git itself, in the same round trip.
-	var guess transport.FileInfo
-	var guessErr error
-	guessed := make(chan struct{})
-	go func() {
-		defer close(guessed)
-		guess, guessErr = fsys.Lstat(ctx, path.Join(dotgit, "index"))
-	}()
-	fi, err := fsys.Lstat(ctx, dotgit)
-	<-guessed
+	fis, errs, err := lstatAll(ctx, fsys, dotgit, path.Join(dotgit, "index"))
+	if err != nil {
+		return nil, err
+	}
+	fi, err, guess, guessErr := fis[0], errs[0], fis[1], errs[1]
 	if errors.Is(err, transport.ErrNotExist) {
 		return nil, nil
 	}

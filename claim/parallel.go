@@ -48,6 +48,19 @@ func inParallel(ctx context.Context, n, limit int, fn func(ctx context.Context, 
 	return ctx.Err()
 }
 
+// lstatAll asks about every name at once, so that they cost one round trip
+// together: fis[i] and errs[i] are Lstat's answers for names[i]. It
+// returns an error only when ctx ended before every answer came.
+func lstatAll(ctx context.Context, fsys transport.FS, names ...string) (fis []transport.FileInfo, errs []error, err error) {
+	fis = make([]transport.FileInfo, len(names))
+	errs = make([]error, len(names))
+	err = inParallel(ctx, len(names), len(names), func(ctx context.Context, i int) error {
+		fis[i], errs[i] = fsys.Lstat(ctx, names[i])
+		return nil
+	})
+	return fis, errs, err
+}
+
 // lister lists directories for discovery with bounded memory.
 type lister struct {
 	fsys       transport.FS

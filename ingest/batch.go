@@ -629,8 +629,8 @@ func lateName(target string, late []byte) string {
 // retire keeps a replaced target file, under its temporary name, to be
 // removed when the Ingester is closed (removeRetired), within bounds. On
 // ext4 without a journal every inode freed makes each later file creation
-// in its group look at it again for about 30 s (dirty_expire_centisecs),
-// which made removing thousands of replaced files during a run cost more
+// in its group look at it again for 60 s (6 min while its inode table
+// block is dirty), which made removing thousands of replaced files during a run cost more
 // than the rest of their batch, and slowed the spool writes of pulls still
 // running: a sync runs Run several times while it pulls.
 func (in *Ingester) retire(s *durable.Swapped) {

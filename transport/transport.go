@@ -99,12 +99,12 @@ type FS interface {
 }
 
 // ContentReader is implemented by transports that can read a file whose
-// bytes the caller only compares with bytes it already holds more cheaply
-// than ReadFile. ReadContent keeps ReadFile's bounds (it never opens what
+// bytes the caller only compares with bytes it already holds, or checks
+// against a checksum they carry (a git index), more cheaply than ReadFile. ReadContent keeps ReadFile's bounds (it never opens what
 // Lstat does not call a regular file, never returns or holds more than
 // limit+1 bytes, and fails with ErrTooLarge when the file exceeds limit) but
 // need not check the open handle against the name: a file that changed
-// simply compares unequal.
+// simply compares unequal (or fails its checksum).
 type ContentReader interface {
 	ReadContent(ctx context.Context, name string, limit int64) ([]byte, error)
 }
@@ -121,7 +121,8 @@ type ListedReader interface {
 	ReadListed(ctx context.Context, name string, listed FileInfo, limit int64) ([]byte, FileInfo, error)
 }
 
-// ReadContent reads name for comparison with bytes the caller holds: with
+// ReadContent reads name for comparison with bytes the caller holds (or
+// with a checksum the content carries): with
 // fsys's ReadContent when it has one, else with ReadFile.
 func ReadContent(ctx context.Context, fsys FS, name string, limit int64) ([]byte, error) {
 	if cr, ok := fsys.(ContentReader); ok {
