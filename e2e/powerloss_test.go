@@ -33,7 +33,9 @@ import (
 //     the target is replaced; the backup is fsynced, renamed and its
 //     directory fsynced before that; the target's temporary is fsynced
 //     before its rename and the target's directory is fsynced before the
-//     result is committed. Review drafts likewise.
+//     result is committed. Review drafts likewise. A plan's write may be
+//     the rename of a later plan's content on the same target, made on top
+//     of it (a batch writes a target once, for a chain of appends).
 //   - Receipt (d): receipts are fsynced, renamed, and their directory
 //     fsynced before the run's row points at them.
 //   - Confined: nothing is created, opened for writing, renamed or removed
@@ -406,17 +408,48 @@ func (a *plAnalysis) backupPath(p plPlan) string {
 	return filepath.Join(a.w.ws, ".handoff/backups", ingest.BackupName(p.sha, p.replans, p.target))
 }
 
+// chain returns plan i and the plans after it made on top of it, in order:
+// later plans on the same target whose before-hash is the previous one's
+// after-hash. A batch writes a target once, with what the last of a chain
+// leaves (documents grow with every append, so a chain never repeats).
+func (a *plAnalysis) chain(i int) []plPlan {
+	c := []plPlan{a.plans[i]}
+	for _, q := range a.plans[i+1:] {
+		if last := c[len(c)-1]; q.target == last.target && q.before == last.after {
+			c = append(c, q)
+		}
+	}
+	return c
+}
+
+// afters is the set of target hashes that show plan i's write happened:
+// its own after-hash and that of every plan of its chain.
+func (a *plAnalysis) afters(i int) map[string]bool {
+	m := map[string]bool{}
+	for _, q := range a.chain(i) {
+		m[q.after] = true
+	}
+	return m
+}
+
 func (a *plAnalysis) checkTargets(t *testing.T) {
-	for _, p := range a.plans {
+	for i, p := range a.plans {
 		target := filepath.Join(a.w.ws, p.target)
 		r, ok := a.result(p.sha)
 		if !ok {
 			t.Errorf("plan for %s has no result row", p.target)
 			continue
 		}
-		tr := a.renameInto(target, p.after)
+		// The rename that made p's write: of p's content, or of the
+		// content a later plan of its chain leaves.
+		tr := -1
+		for _, q := range a.chain(i) {
+			if j := a.renameInto(target, q.after); j >= 0 && (tr < 0 || j < tr) {
+				tr = j
+			}
+		}
 		if tr < 0 {
-			t.Errorf("%s: no rename put the planned content (after %s) in place", p.target, p.after[:12])
+			t.Errorf("%s: no rename put the planned content (after %s, or a later plan's of its chain) in place", p.target, p.after[:12])
 			continue
 		}
 		planCommit, book := a.commit[p.pattern()], a.commit[r.pattern()]
@@ -620,9 +653,15 @@ func (a *plAnalysis) replay(t *testing.T, strict, narrate bool) []string {
 			case "promoted", "routed":
 				h, _ := durableHash(tg)
 				vs := versions[tg]
+				done := map[string]bool{r.after: true}
+				for i := range a.plans {
+					if a.plans[i].sha == r.sha {
+						done = a.afters(i)
+					}
+				}
 				want, got := -1, -1
 				for i, v := range vs {
-					if v == r.after {
+					if done[v] && want < 0 {
 						want = i
 					}
 					if v == h {
@@ -643,24 +682,28 @@ func (a *plAnalysis) replay(t *testing.T, strict, narrate bool) []string {
 			if !known || h == versions[tg][0] {
 				continue
 			}
-			var plan *plPlan
+			// Every plan whose write the content shows (its own, or a
+			// later plan's of its chain) must be in the ledger, with its
+			// backup durable.
+			found := false
 			for i := range a.plans {
-				if filepath.Join(a.w.ws, a.plans[i].target) == tg && a.plans[i].after == h {
-					plan = &a.plans[i]
+				plan := a.plans[i]
+				if filepath.Join(a.w.ws, plan.target) != tg || !a.afters(i)[h] {
+					continue
+				}
+				found = true
+				r, _ := a.result(plan.sha)
+				if !durablePat[plan.pattern()] && !durablePat[r.pattern()] {
+					fail("plan "+tg+h+plan.sha, "%s would hold the write of plan %s, but neither the plan nor its result would be in the ledger (the next run would apply it again)", rel(tg), plan.sha[:12])
+				}
+				if plan.before != "" {
+					if bh, _ := durableHash(a.backupPath(plan)); bh != plan.before {
+						fail("backup "+tg+h+plan.sha, "%s would be replaced but its backup %s would be lost", rel(tg), rel(a.backupPath(plan)))
+					}
 				}
 			}
-			if plan == nil {
+			if !found {
 				fail("torn "+tg, "%s would hold content no plan produced (%.12s): torn or unknown", rel(tg), h)
-				continue
-			}
-			r, _ := a.result(plan.sha)
-			if !durablePat[plan.pattern()] && !durablePat[r.pattern()] {
-				fail("plan "+tg+h, "%s would hold the content of plan %s, but neither the plan nor its result would be in the ledger (the next run would apply it again)", rel(tg), plan.sha[:12])
-			}
-			if plan.before != "" {
-				if bh, _ := durableHash(a.backupPath(*plan)); bh != plan.before {
-					fail("backup "+tg+h, "%s would be replaced but its backup %s would be lost", rel(tg), rel(a.backupPath(*plan)))
-				}
 			}
 		}
 		if durablePat[a.receipt] {
@@ -698,7 +741,18 @@ func (a *plAnalysis) replay(t *testing.T, strict, narrate bool) []string {
 		if br := a.renameInto(a.backupPath(p), p.before); br >= 0 && p.before != "" {
 			key[br] = "backup rename for " + p.target
 		}
-		if tr := a.renameInto(filepath.Join(a.w.ws, p.target), p.after); tr >= 0 {
+		tr := -1
+		for i := range a.plans {
+			if a.plans[i].sha != p.sha {
+				continue
+			}
+			for _, q := range a.chain(i) {
+				if j := a.renameInto(filepath.Join(a.w.ws, p.target), q.after); j >= 0 && (tr < 0 || j < tr) {
+					tr = j
+				}
+			}
+		}
+		if tr >= 0 {
 			key[tr] = "target rename of " + p.target
 			dir := filepath.Dir(filepath.Join(a.w.ws, p.target))
 			if ds := a.find(tr+1, func(o fsrecord.Op) bool { return o.IsSync() && o.Path == dir }); ds >= 0 {

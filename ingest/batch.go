@@ -10,23 +10,27 @@ package ingest
 //     each plan is made on the target as the batch's earlier plans leave
 //     it (the batch's view), so two handoffs appending to one document are
 //     planned one on top of the other, exactly as a sequential run would.
-//     The batch's new files (backups, review drafts, the targets' new
-//     contents) are written and fsynced under temporary names by a few
-//     workers meanwhile;
+//     The batch's backups and review drafts are written and fsynced under
+//     temporary names by a pool of workers meanwhile, and once every
+//     source is decided, each target's new content as the batch's last
+//     plan on it leaves it (one file per target, however many plans);
 //  2. recorded: all its plans are committed in one transaction (failpoint
 //     plan.recorded);
 //  3. its backups and drafts are renamed into place once the workers are
 //     done, and their directories fsynced once (backup.written,
 //     review.written, batch.files-synced);
-//  4. each target is replaced by compare-and-swap, in order, one plan at a
-//     time (commit.written after each), then each target directory is
-//     fsynced once (batch.targets-synced);
+//  4. each target is replaced by compare-and-swap, the targets
+//     concurrently, once per target: with the content its chain of plans
+//     leaves, only while it still holds the chain's first before-hash
+//     (commit.written after each); then each target directory is fsynced
+//     once (batch.targets-synced);
 //  5. every result is recorded in one transaction (bookkeeping.done).
 //
 // So per plan, as before: the plan is durable before its backup is put in
 // place; the backup is durable before the target is replaced; the target
-// is replaced only while it still holds the plan's before-hash, by its own
-// rename; the replacement is durable before the result is recorded.
+// is replaced only while it holds exactly what the plan, or the first plan
+// of its chain, was made on, and the replacement is durable before the
+// result is recorded.
 //
 // While a batch goes through steps 2 to 5, the next one is decided (step 1)
 // on the view the current one leaves, so the workers keep writing. Should
@@ -34,12 +38,17 @@ package ingest
 // was planned on the wrong content: its files are dropped and it is decided
 // again once the current batch is done.
 //
-// Several plans of a batch may be in flight on one target: plan 2 was made
-// on plan 1's result and plan 2's write replaces plan 1's. A crash between
-// them leaves both plans unfinished with the target at plan 1's or plan
-// 2's after-hash, and recovery (apply) recognises a plan whose write was
+// Several plans of a batch may be planned on one target, each on the one
+// before (appends to a document): plan 2 is made on plan 1's result. The
+// target goes from plan 1's before-hash to the last plan's after-hash in
+// one rename, so a crash leaves all of them unfinished with the target at
+// one of the two. Recovery (apply) recognises a plan whose write was
 // replaced by a later plan of its chain (superseded), instead of taking the
-// unknown hash for a concurrent edit and appending a second time.
+// unknown hash for a concurrent edit and appending a second time; it also
+// finishes chains left halfway by a crash of a version that replaced a
+// target once per plan. Every plan keeps its own backup (the content it
+// was made on), which recovery uses to recognise a write followed by
+// another writer's edit.
 //
 // A target another writer changed between planning and replacing is
 // handled one plan at a time, as before (apply: look again, re-plan a
@@ -69,6 +78,9 @@ const (
 	batchMaxBytes = 16 << 20
 	// stageWorkers write and fsync a batch's new files concurrently.
 	stageWorkers = 32
+	// swapWorkers replace a batch's targets concurrently, one chain of
+	// plans each.
+	swapWorkers = 16
 	// retireMaxBytes and retireMaxFiles bound the replaced target files
 	// kept (under temporary names) until the end of a run.
 	retireMaxBytes = 64 << 20
@@ -81,7 +93,10 @@ type staged struct {
 	data []byte
 	tmp  *durable.Temp // set once written and fsynced; nil when used up
 	err  error
-	wg   *sync.WaitGroup
+	// unused: a later plan of the batch on the same target replaced this
+	// content before it was put in place; the file is removed.
+	unused bool
+	wg     *sync.WaitGroup
 }
 
 // stager is a small pool of workers that create, write and fsync new files
@@ -143,11 +158,15 @@ type batch struct {
 	seen  map[string]bool // hashes given a result in this batch
 	// view holds the targets this batch plans changes to, as its plans
 	// leave them; prev's view stands for what prev is about to write.
-	view  map[string]viewed
-	dirs  map[string]bool // directories made sure of
-	files []*staged
-	wg    sync.WaitGroup
-	bytes int
+	view map[string]viewed
+	// targets are the targets planned on, in the order of their first
+	// plan; last is each one's last plan, the one that writes it.
+	targets []string
+	last    map[string]*item
+	dirs    map[string]bool // directories made sure of
+	files   []*staged
+	wg      sync.WaitGroup
+	bytes   int
 }
 
 // srcQueue hands out pending sources in storage order, a page at a time.
@@ -251,7 +270,7 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 // not nil, is the batch being applied meanwhile: srcs are planned on what
 // it is about to write.
 func (in *Ingester) decideBatch(ctx context.Context, st *stager, srcs []sourceRow, prev *batch) (_ *batch, err error) {
-	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, dirs: map[string]bool{}}
+	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}}
 	defer func() {
 		if err != nil {
 			b.cleanup()
@@ -278,6 +297,11 @@ func (in *Ingester) decideBatch(ctx context.Context, st *stager, srcs []sourceRo
 		}
 	}
 	b.prev = nil // only needed while deciding
+	if !in.opts.DryRun {
+		if err := b.stageTargets(); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
 
@@ -324,12 +348,47 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 			return nil, fmt.Errorf("ingest: backup %s: %w", p.Target, err)
 		}
 	}
-	if it.temp, err = b.stage(p.Target, p.next); err != nil {
-		return nil, fmt.Errorf("ingest: write %s: %w", p.Target, err)
+	// A target is written once a batch, with what its last plan in the
+	// batch leaves. A card, seldom planned twice in a batch, is written
+	// now; a document, which a batch often appends to many times, once the
+	// batch is decided (stageTargets).
+	if last, ok := b.last[p.Target]; !ok {
+		b.targets = append(b.targets, p.Target)
+	} else if last.temp != nil {
+		last.temp.unused = true // the earlier plan's file is not put in place
+		last.temp = nil
+	} else {
+		b.bytes -= len(b.view[p.Target].data)
 	}
+	b.last[p.Target] = it
 	b.view[p.Target] = viewed{data: p.next, exists: true, sum: p.After}
+	if p.Kind == kindCard {
+		if it.temp, err = b.stage(p.Target, p.next); err != nil {
+			return nil, fmt.Errorf("ingest: write %s: %w", p.Target, err)
+		}
+	} else {
+		b.bytes += len(p.next)
+	}
 	p.cur, p.next = nil, nil
 	return it, nil
+}
+
+// stageTargets hands the workers each target's new content as the batch's
+// last plan on it leaves it: a chain of plans on one target (appends to a
+// document) is written, fsynced and put in place once, not once per plan.
+func (b *batch) stageTargets() error {
+	for _, t := range b.targets {
+		it := b.last[t]
+		if it.temp != nil {
+			continue // written already
+		}
+		f, err := b.stageFile(t, b.view[t].data)
+		if err != nil {
+			return fmt.Errorf("ingest: write %s: %w", t, err)
+		}
+		it.temp = f
+	}
+	return nil
 }
 
 // read is the planner's view of a target: as the batch's plans leave it,
@@ -367,6 +426,12 @@ func (b *batch) review(it *item, data []byte, o outcome) error {
 
 // stage hands a new file to the workers.
 func (b *batch) stage(name string, data []byte) (*staged, error) {
+	b.bytes += len(data)
+	return b.stageFile(name, data)
+}
+
+// stageFile hands a new file to the workers; its bytes are already counted.
+func (b *batch) stageFile(name string, data []byte) (*staged, error) {
 	dir := path.Dir(name)
 	if !b.dirs[dir] {
 		if err := b.in.ws.mkdirs(dir); err != nil {
@@ -376,7 +441,6 @@ func (b *batch) stage(name string, data []byte) (*staged, error) {
 	}
 	f := &staged{name: name, data: data, wg: &b.wg}
 	b.files = append(b.files, f)
-	b.bytes += len(data)
 	b.wg.Add(1)
 	b.st.jobs <- f
 	return f, nil
@@ -498,6 +562,10 @@ func (b *batch) placeFiles() error {
 		if f.err != nil {
 			return fmt.Errorf("ingest: %w", f.err)
 		}
+		if f.unused {
+			f.tmp.Remove()
+			f.tmp = nil
+		}
 	}
 	var dirs []string
 	for _, kind := range []struct {
@@ -539,55 +607,87 @@ func (b *batch) placeFiles() error {
 	return nil
 }
 
-// replaceTargets puts each plan's new content in place by compare-and-swap,
-// in order, and makes the replacements durable. A plan whose target another
-// writer changed, and every later plan of the batch on that target, is left
-// to apply (slow). moved reports such a change, or another writer's bytes
-// appended to a replaced file.
+// replaceTargets puts each target's new content in place by
+// compare-and-swap, the targets concurrently, and makes the replacements
+// durable. A target is replaced once, with the content its chain of plans
+// leaves (the batch's plans on it, in order), only while it still holds the
+// first plan's before-hash. A chain whose target another writer changed is
+// left to apply, one plan at a time (slow). moved reports such a change, or
+// another writer's bytes appended to a replaced file.
 func (b *batch) replaceTargets() (moved bool, err error) {
 	in := b.in
-	changed := map[string]bool{}
+	chains := make([][]*item, len(b.targets))
+	index := make(map[string]int, len(b.targets))
+	for i, t := range b.targets {
+		index[t] = i
+	}
+	for _, it := range b.items {
+		if it.p != nil {
+			i := index[it.p.Target]
+			chains[i] = append(chains[i], it)
+		}
+	}
+	type swapResult struct {
+		conflict bool
+		late     []byte
+		err      error
+	}
+	results := make([]swapResult, len(chains))
+	sem := make(chan struct{}, swapWorkers)
+	var wg sync.WaitGroup
+	for i, chain := range chains {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := &results[i]
+			first, last := chain[0], chain[len(chain)-1]
+			tmp := last.temp.tmp
+			last.temp.tmp = nil
+			wantExists, want := first.p.Before != "", first.p.Before
+			sw, late, err := tmp.Swap(func(old []byte, existed bool) bool {
+				if !existed {
+					return !wantExists
+				}
+				return wantExists && hash(old) == want
+			})
+			switch {
+			case errors.Is(err, durable.ErrConflict):
+				r.conflict, r.late = true, late
+			case err != nil:
+				r.err = fmt.Errorf("ingest: write %s: %w", last.p.Target, err)
+			default:
+				last.swapped = sw
+				failpoint.Inject("commit.written")
+			}
+		})
+	}
+	wg.Wait()
 	var dirs []string
 	seenDir := map[string]bool{}
-	for _, it := range b.items {
-		if it.p == nil {
+	for i, chain := range chains {
+		r, target := results[i], b.targets[i]
+		if r.err != nil {
+			return moved, r.err
+		}
+		if !r.conflict {
+			if d := path.Dir(target); !seenDir[d] {
+				seenDir[d] = true
+				dirs = append(dirs, d)
+			}
 			continue
 		}
-		p, tmp := it.p, it.temp.tmp
-		it.temp.tmp = nil
-		if changed[p.Target] {
+		in.log.Info("target changed while being written; looking again", "target", target)
+		moved = true
+		for _, it := range chain {
 			it.slow = true
-			tmp.Remove()
-			continue
 		}
-		wantExists, want := p.Before != "", p.Before
-		sw, late, err := tmp.Swap(func(old []byte, existed bool) bool {
-			if !existed {
-				return !wantExists
+		if len(r.late) > 0 {
+			name := lateName(target, r.late)
+			if err := in.ws.write(BackupsDir+"/"+name, r.late); err != nil {
+				return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", target, err)
 			}
-			return wantExists && hash(old) == want
-		})
-		if errors.Is(err, durable.ErrConflict) {
-			in.log.Info("target changed while being written; looking again", "target", p.Target)
-			it.slow, changed[p.Target], moved = true, true, true
-			if len(late) > 0 {
-				name := lateName(p.Target, late)
-				if err := in.ws.write(BackupsDir+"/"+name, late); err != nil {
-					return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
-				}
-				in.keepLate(p.Target, nil, late, name)
-			}
-			continue
+			in.keepLate(target, nil, r.late, name)
 		}
-		if err != nil {
-			return moved, fmt.Errorf("ingest: write %s: %w", p.Target, err)
-		}
-		it.swapped = sw
-		if d := path.Dir(p.Target); !seenDir[d] {
-			seenDir[d] = true
-			dirs = append(dirs, d)
-		}
-		failpoint.Inject("commit.written")
 	}
 	if len(dirs) == 0 {
 		return moved, nil

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,6 +78,16 @@ func seedSpool(b *testing.B, dir string, n int) (*claim.DirSpool, *Ledger, []cla
 	return spool, led, srcs
 }
 
+// benchLog is the ingester's logger: its debug records (one per batch, with
+// the time of each phase) on stderr when HANDOFF_BENCH_LOG is set, none
+// otherwise.
+func benchLog() *slog.Logger {
+	if os.Getenv("HANDOFF_BENCH_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
 func maxRSSMiB() float64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -103,7 +114,7 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 			b.StopTimer()
 			dir := b.TempDir()
 			spool, led, _ := seedSpool(b, dir, n)
-			ing, err := New(Options{Workspace: filepath.Join(dir, "ws"), RunID: "bench"}, led, spool)
+			ing, err := New(Options{Workspace: filepath.Join(dir, "ws"), RunID: "bench", Log: benchLog()}, led, spool)
 			if err != nil {
 				b.Fatal(err)
 			}

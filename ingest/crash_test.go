@@ -173,43 +173,72 @@ func TestCrashAtEveryBatchFailpoint(t *testing.T) {
 
 // TestCrashMidChainRecovers is the case batching makes possible and the
 // one recovery must get right: several plans of one batch on one document,
-// the process killed after the second of them replaced the document. The
-// first plan finds neither its before-hash nor its after-hash there; it
-// must be recognised as done (its write was replaced by the next plan of
-// its chain), not re-planned. Invariant: none applied twice.
+// the process killed after the document was replaced. A batch replaces it
+// once, with what the whole chain leaves, so every plan but the last finds
+// neither its before-hash nor its after-hash there; each must be
+// recognised as done (its write was replaced by the next plan of its
+// chain), not re-planned. The same holds for a document left halfway
+// through a chain (as a version that replaced it once per plan could leave
+// it), and for chains cut by batches of two. Invariant: none applied twice,
+// none lost.
 func TestCrashMidChainRecovers(t *testing.T) {
-	r := newRig(t)
-	r.writeWS("TOOLS.md", "# Tools\n")
-	var named [][2]string
-	for i := range 5 {
-		named = append(named, [2]string{fmt.Sprintf("t%d.md", i), docH("TOOLS.md", fmt.Sprintf("- marker-%d", i))})
-	}
-	r.store(named...)
-	if !r.runChild("commit.written@2", 256) {
-		t.Fatal("failpoint commit.written@2 never reached")
-	}
-	if got := r.readWS("TOOLS.md"); got != "# Tools\n\n- marker-0\n\n- marker-1\n" {
-		t.Fatalf("after the crash TOOLS.md = %q, want the first two appends", got)
-	}
-	if n, _ := r.led.InterruptedPlans(context.Background()); n != 5 {
-		t.Fatalf("%d interrupted plans, want 5", n)
-	}
-	entries, err := r.run(256, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "# Tools\n\n- marker-0\n\n- marker-1\n\n- marker-2\n\n- marker-3\n\n- marker-4\n"; r.readWS("TOOLS.md") != want {
-		t.Errorf("TOOLS.md = %q, want %q", r.readWS("TOOLS.md"), want)
-	}
-	if len(entries) != 5 {
-		t.Errorf("%d entries, want 5", len(entries))
-	}
-	for _, e := range entries {
-		if e.Result != ResultRouted {
-			t.Errorf("%s: %s/%s, want routed", e.Name, e.Result, e.Reason)
+	marks := func(n int) string {
+		s := "# Tools\n"
+		for i := range n {
+			s += fmt.Sprintf("\n- marker-%d\n", i)
 		}
+		return s
 	}
-	r.checkClean()
+	for _, tc := range []struct {
+		name        string
+		spec        string
+		batch       int
+		written     int // appends the document holds after the crash
+		halfway     int // if set, the document is put back to this many appends
+		interrupted int
+	}{
+		{"one-batch", "commit.written@1", 256, 5, 0, 5},
+		{"halfway", "commit.written@1", 256, 5, 2, 5},
+		{"batches-of-two", "commit.written@2", 2, 4, 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t)
+			r.writeWS("TOOLS.md", "# Tools\n")
+			var named [][2]string
+			for i := range 5 {
+				named = append(named, [2]string{fmt.Sprintf("t%d.md", i), docH("TOOLS.md", fmt.Sprintf("- marker-%d", i))})
+			}
+			r.store(named...)
+			if !r.runChild(tc.spec, tc.batch) {
+				t.Fatalf("failpoint %s never reached", tc.spec)
+			}
+			if got := r.readWS("TOOLS.md"); got != marks(tc.written) {
+				t.Fatalf("after the crash TOOLS.md = %q, want %d appends", got, tc.written)
+			}
+			if tc.halfway > 0 {
+				r.writeWS("TOOLS.md", marks(tc.halfway))
+			}
+			if n, _ := r.led.InterruptedPlans(context.Background()); n != tc.interrupted {
+				t.Fatalf("%d interrupted plans, want %d", n, tc.interrupted)
+			}
+			if _, err := r.run(tc.batch, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.readWS("TOOLS.md"); got != marks(5) {
+				t.Errorf("TOOLS.md = %q, want %q", got, marks(5))
+			}
+			results := r.results()
+			if len(results) != 5 {
+				t.Errorf("%d sources in the ledger, want 5", len(results))
+			}
+			for name, res := range results {
+				if res != ResultRouted {
+					t.Errorf("%s: %s, want routed", name, res)
+				}
+			}
+			r.checkClean()
+		})
+	}
 }
 
 // TestCrashRandomSchedules kills the ingester one to three times in a row
@@ -253,8 +282,12 @@ func TestCrashRandomSchedules(t *testing.T) {
 // done, the others are re-planned on the new content. Invariants: none
 // applied twice, none lost, the other writer's line kept.
 func TestCrashThenEditorAppends(t *testing.T) {
-	for _, spec := range []string{"commit.written@1", "commit.written@3", "batch.targets-synced@1"} {
-		t.Run(spec, func(t *testing.T) {
+	for _, tc := range []struct {
+		spec  string
+		batch int
+	}{{"commit.written@1", 256}, {"commit.written@2", 2}, {"batch.targets-synced@1", 256}, {"batch.targets-synced@2", 2}} {
+		spec := tc.spec
+		t.Run(fmt.Sprintf("%s/batch%d", spec, tc.batch), func(t *testing.T) {
 			r := newRig(t)
 			r.writeWS("TOOLS.md", "# Tools\n")
 			var named [][2]string
@@ -265,7 +298,7 @@ func TestCrashThenEditorAppends(t *testing.T) {
 				named = append(named, [2]string{fmt.Sprintf("t%d.md", i), docH("TOOLS.md", m)})
 			}
 			r.store(named...)
-			if !r.runChild(spec, 256) {
+			if !r.runChild(spec, tc.batch) {
 				t.Fatalf("failpoint %s never reached", spec)
 			}
 			f, err := os.OpenFile(filepath.Join(r.ws, "TOOLS.md"), os.O_WRONLY|os.O_APPEND, 0)
@@ -274,7 +307,7 @@ func TestCrashThenEditorAppends(t *testing.T) {
 			}
 			f.WriteString("- editor-line\n")
 			f.Close()
-			entries, err := r.run(256, false)
+			entries, err := r.run(tc.batch, false)
 			if err != nil {
 				t.Fatal(err)
 			}
