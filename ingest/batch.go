@@ -27,7 +27,8 @@ package ingest
 //  5. every result is recorded in one transaction (bookkeeping.done).
 //
 // So per plan, as before: the plan is durable before its backup is put in
-// place; the backup is durable before the target is replaced; the target
+// place; the backup of what the target held is durable before the target
+// is replaced; the target
 // is replaced only while it holds exactly what the plan, or the first plan
 // of its chain, was made on, and the replacement is durable before the
 // result is recorded.
@@ -46,9 +47,10 @@ package ingest
 // replaced by a later plan of its chain (superseded), instead of taking the
 // unknown hash for a concurrent edit and appending a second time; it also
 // finishes chains left halfway by a crash of a version that replaced a
-// target once per plan. Every plan keeps its own backup (the content it
-// was made on), which recovery uses to recognise a write followed by
-// another writer's edit.
+// target once per plan. Only the first plan of a chain has a backup: it
+// holds what the target held before the batch replaced it; the content a
+// later plan was made on never was on disk, and recovery rebuilds it from
+// the first plan's backup and the texts of the plans before it.
 //
 // A target another writer changed between planning and replacing is
 // handled one plan at a time, as before (apply: look again, re-plan a
@@ -342,7 +344,10 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 		return it, nil
 	}
 	it.p = p
-	if p.Before != "" {
+	// A backup keeps what the target holds before the batch replaces it:
+	// the first plan of a chain backs it up; the later ones were made on
+	// content that is never on disk (the batch writes the target once).
+	if _, chained := b.last[p.Target]; p.Before != "" && !chained {
 		p.Backup = BackupName(p.SHA256, p.Replans, p.Target)
 		if it.backup, err = b.stage(BackupsDir+"/"+p.Backup, p.cur); err != nil {
 			return nil, fmt.Errorf("ingest: backup %s: %w", p.Target, err)
@@ -539,13 +544,17 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 		}
 		// Another writer changed the target: one plan at a time, as
 		// an interrupted plan is finished.
-		var later []*plan
-		for _, jt := range b.items[i+1:] {
-			if jt.slow && jt.p.Target == it.p.Target {
-				later = append(later, jt.p)
+		var earlier, later []*plan
+		for j, jt := range b.items {
+			if j != i && jt.slow && jt.p.Target == it.p.Target {
+				if j < i {
+					earlier = append(earlier, jt.p)
+				} else {
+					later = append(later, jt.p)
+				}
 			}
 		}
-		e, err := in.apply(ctx, it.src, it.p, later)
+		e, err := in.apply(ctx, it.src, it.p, earlier, later)
 		if err != nil {
 			return entries, moved, err
 		}

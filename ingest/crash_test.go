@@ -110,17 +110,7 @@ func (r *rig) checkConverged(want map[string]string, markers map[string][]string
 	if handoffs != 18 { // 20 sources, 2 duplicates
 		r.t.Errorf("%d handoff results, want 18 (one per distinct content)", handoffs)
 	}
-	rows, _ := r.led.db.Query(`SELECT sha256, target, before_sha256, replans FROM plans WHERE state = 'done' AND before_sha256 != ''`)
-	defer rows.Close()
-	for rows.Next() {
-		var sha, target, before string
-		var replans int
-		rows.Scan(&sha, &target, &before, &replans)
-		b, err := os.ReadFile(filepath.Join(r.ws, BackupsDir, BackupName(sha, replans, target)))
-		if err != nil || sum(string(b)) != before {
-			r.t.Errorf("backup of %s for plan %.12s: %v, content %.12s, want %.12s", target, sha, err, sum(string(b)), before)
-		}
-	}
+	r.checkBackups()
 	if _, err := os.Stat(filepath.Join(filepath.Dir(r.ws), "outside.md")); err == nil {
 		r.t.Error("a file was written outside the workspace")
 	}

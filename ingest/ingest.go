@@ -119,7 +119,7 @@ func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
 			return out, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
 		}
 		in.log.Info("finishing interrupted plan", "plan", p.ID, "target", p.Target)
-		e, err := in.apply(ctx, src, p, plans[i+1:])
+		e, err := in.apply(ctx, src, p, plans[:i], plans[i+1:])
 		if err != nil {
 			return out, err
 		}
@@ -218,10 +218,11 @@ func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, strin
 
 // apply carries a recorded plan to its end: backup, guarded write,
 // bookkeeping. It is also how an interrupted plan is finished, so every
-// step checks what is already on disk. later are the plans recorded after
-// p that are not finished either, in order: a batch may have planned
-// several of them on top of each other on one target (see superseded).
-func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, later []*plan) (Entry, error) {
+// step checks what is already on disk. earlier and later are the plans
+// recorded before and after p that were unfinished with it, in order: a
+// batch may have planned several of them on top of each other on one
+// target (see superseded and writtenBeforeEdit).
+func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, later []*plan) (Entry, error) {
 	// Each pass either finishes or changes something (a re-plan, a lost
 	// race); a target that keeps changing under us goes to review.
 	for attempt := 0; ; attempt++ {
@@ -301,7 +302,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, later []*
 			// Re-planning here would append p's content a second time.
 			in.log.Info("a later plan of the same batch already replaced this plan's write", "plan", p.ID, "target", p.Target)
 			return in.record(ctx, src, p.outcome(), p.ID)
-		case in.writtenBeforeEdit(p, later, cur):
+		case in.writtenBeforeEdit(p, earlier, later, cur):
 			// The write happened (p's, or that of a plan made on top of
 			// it), then another writer appended to the document before
 			// a crash left the plan unfinished: only bookkeeping is left.
@@ -357,32 +358,52 @@ func superseded(p *plan, later []*plan, cur string) bool {
 // wrote: the write happened, and another writer appended to the document
 // after it, before a crash left p unfinished. What a plan wrote is rebuilt
 // from its backup (the content it replaced, durable before the write) and
-// its text. Without this the plan would be re-planned on the new content
-// and its text appended a second time. (Text that someone else wrote to
-// match a plan's write byte for byte counts as that write.)
-func (in *Ingester) writtenBeforeEdit(p *plan, later []*plan, cur []byte) bool {
+// its text. A batch backs up only the first plan of a chain on one target:
+// a later plan's prior content is what the plan before it wrote, rebuilt
+// the same way from the chain's first plan, found among earlier (the plans
+// recorded before p). Without this the plan would be re-planned on the new
+// content and its text appended a second time. (Text that someone else
+// wrote to match a plan's write byte for byte counts as that write.)
+func (in *Ingester) writtenBeforeEdit(p *plan, earlier, later []*plan, cur []byte) bool {
 	if p.Kind != kindDocument {
 		return false
 	}
 	chain := []*plan{p}
+	for i := len(earlier) - 1; i >= 0; i-- {
+		if q := earlier[i]; q.Target == p.Target && q.After == chain[0].Before {
+			chain = append([]*plan{q}, chain...)
+		}
+	}
+	from := len(chain) - 1 // p's place in the chain
 	for _, q := range later {
 		if last := chain[len(chain)-1]; q.Target == p.Target && q.Before == last.After {
 			chain = append(chain, q)
 		}
 	}
-	for _, q := range chain {
+	var prev []byte // what the plan before q wrote, when known
+	for i, q := range chain {
 		var before []byte
-		if q.Before != "" {
+		switch {
+		case q.Before == "":
+		case prev != nil && hash(prev) == q.Before:
+			before = prev
+		default:
 			b, ok, err := in.ws.read(BackupsDir + "/" + BackupName(q.SHA256, q.Replans, q.Target))
 			if err != nil || !ok || hash(b) != q.Before {
+				prev = nil
 				continue
 			}
 			before = b
 		}
 		written := AppendDocument(before, string(q.Content))
-		if len(cur) > len(written) && bytes.HasPrefix(cur, written) && hash(written) == q.After {
+		if hash(written) != q.After {
+			prev = nil
+			continue
+		}
+		if i >= from && len(cur) > len(written) && bytes.HasPrefix(cur, written) {
 			return true
 		}
+		prev = written
 	}
 	return false
 }
