@@ -6,6 +6,7 @@
 # 4 KiB write + fsync there.
 #
 #   bench/ingest.sh [N]          # prints a markdown table; also bench/results/ingest-<time>/
+#   RUNS=5 (default)             # plain runs of each applier, alternating; medians
 #   PROFILE=1 bench/ingest.sh    # adds a CPU profile of the transactional run (pprof -top)
 #
 # handoffs/s and peak RSS come from a plain run (/usr/bin/time -v); fsyncs
@@ -15,6 +16,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 MAIN=$(cd "$HERE/.." && pwd)
 N=${1:-10000}
+RUNS=${RUNS:-5}
 export HANDOFF_BENCH_N=$N
 OUT=$HERE/results/ingest-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$OUT"
@@ -37,16 +39,21 @@ fresh_scratch_tmp() {
 }
 trap 'unmount_scratch "$SCRATCH"' EXIT
 
-bench() { # name -> runs it plainly, then under strace
-  local name=$1
+plain() { # name run -> one plain run (/usr/bin/time -v) on a fresh fs
+  local name=$1 run=$2
   fresh_scratch_tmp
   /usr/bin/time -v "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x \
-    >"$OUT/$name.txt" 2>"$OUT/$name.time"
+    >"$OUT/$name.$run.txt" 2>"$OUT/$name.$run.time"
+}
+traced() { # name -> one run under strace, for the fsync count
+  local name=$1
   fresh_scratch_tmp
   strace -f -c -e trace=fsync,fdatasync -o "$OUT/$name.strace" \
     "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x >/dev/null 2>&1
 }
-for b in seed-only transactional naive; do bench "$b"; done
+# RUNS plain runs of each applier, alternating; the table gives medians.
+for r in $(seq "$RUNS"); do for b in transactional naive; do plain "$b" "$r"; done; done
+for b in seed-only transactional naive; do traced "$b"; done
 if [ "${PROFILE:-0}" = 1 ]; then # where the transactional ingester's time goes
   "$TB" -test.run '^$' -test.bench '^BenchmarkIngestVsNaive/transactional$' -test.benchtime 1x \
     -test.cpuprofile "$OUT/transactional.cpu" >/dev/null
@@ -59,24 +66,29 @@ fresh_scratch_tmp
 
 calls() { awk '$NF == "fsync" || $NF == "fdatasync" { s += $4 } END { print s + 0 }' "$OUT/$1.strace"; }
 metric() { grep -o "[0-9.]* $2" "$OUT/$1.txt" | head -1 | cut -d' ' -f1; }
-rss() { awk -F: '/Maximum resident set size/ { printf "%.1f", $2 / 1024 }' "$OUT/$1.time"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# runs NAME METRIC: the metric of each plain run; med: their median
+runs() { for r in $(seq "$RUNS"); do metric "$1.$r" "$2"; done; }
+med() { runs "$1" "$2" | median; }
+# peak RSS: the largest of the plain runs
+rss() { for r in $(seq "$RUNS"); do awk -F: '/Maximum resident set size/ { printf "%.1f\n", $2 / 1024 }' "$OUT/$1.$r.time"; done | sort -g | tail -1; }
 seed=$(calls seed-only)
 fs_med=$(metric fsync 'median-µs/fsync')
 {
   echo "### Ingest alone: $N handoffs (40% cards, 40% document appends, 10% review, 10% malformed); handoff $(cat "$OUT/handoff.rev")"
   echo
-  echo "| applier | handoffs/s | ms/handoff | fsyncs/handoff (strace: all) | file fsyncs/handoff (durable) | peak RSS MiB (whole process) |"
-  echo "|---|---|---|---|---|---|"
+  echo "| applier | handoffs/s (median of $RUNS) | runs | ms/handoff | fsyncs/handoff (strace: all) | file fsyncs/handoff (durable) | peak RSS MiB (whole process, largest run) |"
+  echo "|---|---|---|---|---|---|---|"
   for b in transactional naive; do
-    hs=$(metric "$b" handoffs/s)
+    hs=$(med "$b" handoffs/s)
     all=$(( $(calls "$b") - seed ))
-    printf '| %s | %.0f | %.3f | %.2f | %s | %s |\n' "$b" "$hs" "$(awk -v h="$hs" 'BEGIN{print 1000/h}')" \
-      "$(awk -v a="$all" -v n="$N" 'BEGIN{print a/n}')" "$(metric "$b" file-fsyncs/handoff)" "$(rss "$b")"
+    printf '| %s | %.0f | %s | %.3f | %.2f | %s | %s |\n' "$b" "$hs" "$(runs "$b" handoffs/s | tr '\n' ' ' | sed 's/ $//')" "$(awk -v h="$hs" 'BEGIN{print 1000/h}')" \
+      "$(awk -v a="$all" -v n="$N" 'BEGIN{print a/n}')" "$(metric "$b.1" file-fsyncs/handoff)" "$(rss "$b")"
   done
-  t=$(metric transactional handoffs/s) nv=$(metric naive handoffs/s)
+  t=$(med transactional handoffs/s) nv=$(med naive handoffs/s)
   all=$(( $(calls transactional) - seed ))
   echo
-  echo "transactional / naive throughput: $(awk -v a="$t" -v b="$nv" 'BEGIN{printf "%.1f%%", 100*a/b}')."
+  echo "transactional / naive throughput (ratio of the medians): $(awk -v a="$t" -v b="$nv" 'BEGIN{printf "%.1f%%", 100*a/b}')."
   fn_med=$(metric fsync-new 'median-µs/fsync') fn_file=$(metric fsync-new 'median-µs/durable-file')
   per=$(awk -v a="$all" -v n="$N" 'BEGIN{printf "%.2f", a/n}')
   echo "fsync cost here: rewriting 4 KiB of one file + fsync: median ${fs_med} µs (p90 $(metric fsync 'p90-µs/fsync') µs); a new 4 KiB file durably (create, write, fsync, rename, fsync the directory): median ${fn_file} µs, its fsyncs median ${fn_med} µs each."
