@@ -201,7 +201,8 @@ func (p *puller) progress() {
 // maxInflightFiles and maxInflightBytes); the stage that stores them takes
 // them in discovery order, so that what is recorded, and later applied, does
 // not depend on timing, and stores whatever has arrived in one batch (one
-// directory fsync, one ledger commit) while the reads go on; each stored
+// directory fsync, one ledger commit) while the reads go on; a batch is
+// recorded in the ledger while the next is written to the spool; each stored
 // batch is then archived on the host, its renames concurrent, and recorded
 // as archived. A file is renamed only after the batch holding it is stored.
 //
@@ -281,6 +282,43 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 
 	// Store, in discovery order, whatever has arrived; hand each stored
 	// batch to the archivers.
+	releaseAll := func(b []claimed) {
+		for _, c := range b {
+			release(c.weight)
+		}
+	}
+	// A batch is written to the spool here, then recorded in the ledger by
+	// the recorder, one batch at a time and in order, while the next one
+	// is written: the two stages wait on different fsyncs.
+	type spooled struct {
+		b    []claimed
+		took time.Duration
+	}
+	toRecord := make(chan spooled, 1)
+	var recorder sync.WaitGroup
+	recorder.Go(func() {
+		for s := range toRecord {
+			if ctx.Err() != nil {
+				releaseAll(s.b)
+				continue
+			}
+			if err := p.record(ctx, s.b, s.took); err != nil {
+				releaseAll(s.b)
+				fail(err)
+				continue
+			}
+			p.progress()
+			if p.cfg.DryRun {
+				releaseAll(s.b)
+				continue
+			}
+			work.Add(1)
+			go func() {
+				defer work.Done()
+				p.archiveBatch(ctx, s.b, release, fail)
+			}()
+		}
+	})
 	pending := map[int]*claimed{}
 	next := 0
 	var batch []claimed
@@ -291,26 +329,19 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 		}
 		b := batch
 		batch, size = nil, 0
-		if err := p.store(ctx, b); err != nil {
-			for _, c := range b {
-				release(c.weight)
-			}
+		began := time.Now()
+		if err := p.spoolPut(b); err != nil {
+			releaseAll(b)
 			fail(err)
 			return false
 		}
-		p.progress()
-		if p.cfg.DryRun {
-			for _, c := range b {
-				release(c.weight)
-			}
+		select {
+		case toRecord <- spooled{b, time.Since(began)}:
 			return true
+		case <-ctx.Done():
+			releaseAll(b)
+			return false
 		}
-		work.Add(1)
-		go func() {
-			defer work.Done()
-			p.archiveBatch(ctx, b, release, fail)
-		}()
-		return true
 	}
 	add := func(r result) { pending[r.seq] = r.c }
 loop:
@@ -352,6 +383,8 @@ loop:
 			break loop
 		}
 	}
+	close(toRecord)
+	recorder.Wait()
 	<-fed
 	work.Wait()
 	if err := first.Err(); err != nil {
@@ -474,25 +507,32 @@ func fitName(stem, suffix string) string {
 	return stem + suffix
 }
 
-// store makes a batch durable in the spool and records its sources. Only
-// then may any of them be archived.
-func (p *puller) store(ctx context.Context, batch []claimed) error {
-	srcs := make([]Source, len(batch))
+// spoolPut makes a batch's contents durable in the spool. Its sources are
+// recorded (record) only then, and archived only once recorded.
+func (p *puller) spoolPut(batch []claimed) error {
 	contents := make(map[string][]byte, len(batch))
-	for i, c := range batch {
-		srcs[i] = c.src
+	for _, c := range batch {
 		contents[c.src.SHA256] = c.data
 	}
-	began := time.Now()
 	if err := p.spool.Put(contents); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
-	spooled := time.Since(began)
+	return nil
+}
+
+// record records a batch written to the spool (spooled: how long that
+// took) in the ledger: from then on its sources may be archived.
+func (p *puller) record(ctx context.Context, batch []claimed, spooled time.Duration) error {
+	srcs := make([]Source, len(batch))
+	for i, c := range batch {
+		srcs[i] = c.src
+	}
+	began := time.Now()
 	n, err := p.rec.RecordSources(ctx, p.runID, srcs)
 	if err != nil {
 		return fmt.Errorf("store: record sources: %w", err)
 	}
-	p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(batch), "spool", spooled, "ledger", time.Since(began)-spooled)
+	p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(batch), "spool", spooled, "ledger", time.Since(began))
 	p.mu.Lock()
 	p.report.Stored += n
 	p.mu.Unlock()
