@@ -137,10 +137,11 @@ type discovery struct {
 	mu       sync.Mutex
 	listings map[string]*listing       // inbox path -> its listing (each inbox listed once)
 	indexes  map[string]*trackedResult // repository -> its git index (each read once)
+	gitStats map[string]*gitStat       // repository -> .git and .git/index, asked about with its inbox
 }
 
 func newDiscovery(fsys transport.FS) *discovery {
-	return &discovery{l: newLister(fsys), listings: map[string]*listing{}, indexes: map[string]*trackedResult{}}
+	return &discovery{l: newLister(fsys), listings: map[string]*listing{}, indexes: map[string]*trackedResult{}, gitStats: map[string]*gitStat{}}
 }
 
 // spawn runs fn in the group if a slot is free, else right here, so that a
@@ -203,7 +204,10 @@ func (d *discovery) list(in *Inbox) {
 		d.indexes[in.Repo] = tr
 		d.mu.Unlock()
 		d.spawn(func() error {
-			tr.set, tr.err = readTracked(d.ctx, d.l.fsys, in.Repo, d.l.indexBytes)
+			d.mu.Lock()
+			pre := d.gitStats[in.Repo]
+			d.mu.Unlock()
+			tr.set, tr.err = readTracked(d.ctx, d.l.fsys, in.Repo, pre, d.l.indexBytes)
 			if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
 				return tr.err // the transport broke
 			}
@@ -421,9 +425,9 @@ func (w *walk) listed(dir string, key []string, ents []transport.FileInfo, err e
 // leaf looks for inboxes in a directory at max_depth, below which the walk
 // does not go. Rather than list it (four round trips over SFTP: open, read,
 // read to the end, close) it asks about each harness directory by name,
-// all at once, and only where one exists about the opt-out markers and the
-// inbox: one round trip for a directory without a harness, two for a
-// repository.
+// all at once, and only where one exists about the opt-out markers, the
+// inbox, and .git with its index: one round trip for a directory without
+// a harness, two for a repository.
 func (w *walk) leaf(dir string, key []string) error {
 	if w.visited.Add(1) > MaxWalkDirs {
 		return w.tooMany()
@@ -453,18 +457,29 @@ func (w *walk) leaf(dir string, key []string) error {
 		return nil
 	}
 	// The directory's own opt-out marker, asked about with the harness
-	// directories' markers and inboxes.
+	// directories' markers and inboxes; and .git with its index, which an
+	// inbox with candidates needs next (a round trip less before the
+	// index is read).
 	ins := make([]*Inbox, len(present))
 	var optErr error
-	if err := inParallel(ctx, len(present)+1, len(present)+1, func(ctx context.Context, i int) error {
-		if i == len(present) {
+	var git gitStat
+	if err := inParallel(ctx, len(present)+2, len(present)+2, func(ctx context.Context, i int) error {
+		switch i {
+		case len(present):
 			_, optErr = fsys.Lstat(ctx, path.Join(dir, OptOutMarker))
-			return nil
+		case len(present) + 1:
+			git.fis, git.errs, git.err = lstatAll(ctx, fsys, path.Join(dir, ".git"), path.Join(dir, ".git", "index"))
+		default:
+			ins[i] = harnessInbox(ctx, fsys, dir, present[i])
 		}
-		ins[i] = harnessInbox(ctx, fsys, dir, present[i])
 		return nil
 	}); err != nil {
 		return err
+	}
+	if git.err == nil {
+		w.d.mu.Lock()
+		w.d.gitStats[dir] = &git
+		w.d.mu.Unlock()
 	}
 	switch {
 	case optErr == nil:

@@ -1,11 +1,13 @@
 package claim_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/handoff-sync/handoff/claim"
@@ -358,5 +360,62 @@ func TestDiscoverBoundsIgnored(t *testing.T) {
 	}
 	if !equalStrings(names(in.Candidates), []string{"ok.md"}) {
 		t.Errorf("candidates %q", names(in.Candidates))
+	}
+}
+
+// callLog records the order of Lstat and ReadDir calls.
+type callLog struct {
+	transport.FS
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *callLog) add(s string) {
+	c.mu.Lock()
+	c.calls = append(c.calls, s)
+	c.mu.Unlock()
+}
+
+func (c *callLog) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	c.add("lstat " + name)
+	return c.FS.Lstat(ctx, name)
+}
+
+func (c *callLog) ReadDir(ctx context.Context, name string, max int) ([]transport.FileInfo, error) {
+	c.add("readdir " + name)
+	return c.FS.ReadDir(ctx, name, max)
+}
+
+// TestDiscoverAsksGitWithInbox: in a repository at max_depth, .git and
+// .git/index are asked about with the inbox, before the inbox is listed,
+// and once: the index is read a round trip sooner than if they were asked
+// about after the listing.
+func TestDiscoverAsksGitWithInbox(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	build(t, root, "w/r/.claude/memory-handoffs/x.md", "w/r/.git/HEAD")
+	cfg := baseConfig()
+	cfg.Roots = []claim.Root{{Path: filepath.Join(root, "w"), MaxDepth: 1}}
+	log := &callLog{FS: transport.NewLocal()}
+	ins := discover(t, log, cfg)
+	if len(ins) != 1 || ins[0].State != claim.StateOK || len(ins[0].Candidates) != 1 {
+		t.Fatalf("inboxes %+v, want one with x.md", ins)
+	}
+	repo := filepath.Join(root, "w/r")
+	first := map[string]int{}
+	count := map[string]int{}
+	for i, c := range log.calls {
+		if _, ok := first[c]; !ok {
+			first[c] = i
+		}
+		count[c]++
+	}
+	gitAt, ok := first["lstat "+repo+"/.git"]
+	listAt, listed := first["readdir "+repo+"/.claude/memory-handoffs"]
+	if !ok || !listed || gitAt > listAt {
+		t.Errorf(".git asked about at call %d (found %v), the inbox listed at %d (found %v): want .git first\n%s", gitAt, ok, listAt, listed, strings.Join(log.calls, "\n"))
+	}
+	if n := count["lstat "+repo+"/.git"]; n != 1 {
+		t.Errorf(".git asked about %d times, want once", n)
 	}
 }

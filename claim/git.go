@@ -23,6 +23,14 @@ const (
 // errGitUnreadable marks an index that exists but cannot be read or decoded.
 var errGitUnreadable = errors.New("git index unreadable")
 
+// gitStat is what lstat said of a repository's .git and .git/index (err:
+// the transport broke).
+type gitStat struct {
+	fis  []transport.FileInfo
+	errs []error
+	err  error
+}
+
 // trackedSet holds the paths a repository's index tracks. A nil set means
 // nothing is tracked (no .git, or no index yet).
 type trackedSet map[string]bool
@@ -34,15 +42,20 @@ type trackedSet map[string]bool
 //
 // budget bounds the index bytes held by concurrent calls: the index is
 // lstat'ed first and read only once its size is granted.
-func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *semaphore.Weighted) (trackedSet, error) {
+//
+// pre, when not nil, holds lstats of .git and .git/index already taken
+// (discovery asks for them with the inbox).
+func readTracked(ctx context.Context, fsys transport.FS, repo string, pre *gitStat, budget *semaphore.Weighted) (trackedSet, error) {
 	dotgit := path.Join(repo, ".git")
 	// Most repositories have a .git directory: ask for its index along
 	// with .git itself, in the same round trip.
-	fis, errs, err := lstatAll(ctx, fsys, dotgit, path.Join(dotgit, "index"))
-	if err != nil {
-		return nil, err
+	if pre == nil {
+		pre = &gitStat{}
+		if pre.fis, pre.errs, pre.err = lstatAll(ctx, fsys, dotgit, path.Join(dotgit, "index")); pre.err != nil {
+			return nil, pre.err
+		}
 	}
-	fi, err, guess, guessErr := fis[0], errs[0], fis[1], errs[1]
+	fi, err, guess, guessErr := pre.fis[0], pre.errs[0], pre.fis[1], pre.errs[1]
 	if errors.Is(err, transport.ErrNotExist) {
 		return nil, nil
 	}
