@@ -24,6 +24,10 @@
 # ratios of medians, and handoff's round trips per host (counted at the
 # proxy) beside the floor go to stdout and to bench/results/.
 #
+# PERF=1 records the whole machine (perf record -a -g) while handoff runs,
+# into perf-N.data (perf report --sort comm,dso -i ... says which
+# processes the CPU went to).
+#
 # PROFILE=1 also keeps handoff's --verbose JSON log of each run, a CPU
 # profile of each worker (cpu-N/worker-<pid>.cpu), and writes its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
 # per host, ingest) to phases-N.md.
@@ -157,7 +161,11 @@ run_tool() { # tool rep -> prints seconds
         mkdir -p "$OUT/cpu-$rep" # each worker's CPU profile, worker-<pid>.cpu
         prof=(HANDOFF_WORKER_CPUPROFILE="$OUT/cpu-$rep")
       fi
-      env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "$BIN/handoff" "${extra[@]}" sync --manifest "$W/writers.yaml" \
+      local perf=()
+      if [ "${PERF:-0}" = 1 ]; then # the whole machine while handoff runs
+        perf=(perf record -a -g -F 499 -o "$OUT/perf-$rep.data" --)
+      fi
+      env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" "$BIN/handoff" "${extra[@]}" sync --manifest "$W/writers.yaml" \
         --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$rep.json" 2>"$OUT/handoff-$rep.log" || {
         echo "handoff sync exited $? (see $OUT/handoff-$rep.log)" >&2; return 1; }
       ;;

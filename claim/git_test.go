@@ -364,3 +364,58 @@ func TestGitTracked(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexTracksNoInbox checks the shortcut that spares decoding an index
+// in the usual case. It may say "nothing in an inbox is tracked" only when
+// that is certain; a wrong yes would let a pull move a file git tracks
+// (invariant: nothing on the host changed that was not a handoff).
+func TestIndexTracksNoInbox(t *testing.T) {
+	t.Parallel()
+	git := gitCmd(t)
+	tests := []struct {
+		name  string
+		setup func(dir string)
+		want  bool
+	}{
+		{"version 2, no inbox file tracked", func(dir string) {}, true},
+		{"version 3, no inbox file tracked", func(dir string) { git(dir, "update-index", "--index-version", "3") }, true},
+		{"an inbox file tracked", func(dir string) {
+			build(t, dir, ".claude/memory-handoffs/tracked.md")
+			git(dir, "add", ".")
+		}, false},
+		{"an inbox file staged in a nested repository path", func(dir string) {
+			build(t, dir, "sub/.codex/memory-handoffs/x.md")
+			git(dir, "add", ".")
+		}, false},
+		{"version 4 (prefix-compressed paths)", func(dir string) { git(dir, "update-index", "--index-version", "4") }, false},
+		{"split index (entries in another file)", func(dir string) { git(dir, "update-index", "--split-index") }, false},
+		{"bad checksum", func(dir string) {
+			idx := filepath.Join(dir, ".git", "index")
+			data, err := os.ReadFile(idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[len(data)-1] ^= 0xff
+			if err := os.WriteFile(idx, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(tempRoot(t), "r")
+			build(t, dir, "src/main.go", "docs/notes.md", ".claude/settings.md")
+			git(dir, "init", "-q")
+			git(dir, "add", ".")
+			git(dir, "commit", "-q", "-m", "files")
+			tc.setup(dir)
+			data, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := claim.IndexTracksNoInbox(data); got != tc.want {
+				t.Errorf("IndexTracksNoInbox = %v, want %v (index version %d)", got, tc.want, data[7])
+			}
+		})
+	}
+}

@@ -1,0 +1,4 @@
+package claim
+
+// IndexTracksNoInbox exposes indexTracksNoInbox to the tests.
+var IndexTracksNoInbox = indexTracksNoInbox
