@@ -202,15 +202,7 @@ func TestGitTracked(t *testing.T) {
 				git(r.dir, "init", "-q")
 				git(r.dir, "add", ".")
 				git(r.dir, "commit", "-q", "-m", "tracked handoff")
-				idx := filepath.Join(r.dir, ".git", "index")
-				data, err := os.ReadFile(idx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				data[len(data)-1] ^= 0xff
-				if err := os.WriteFile(idx, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
+				breakIndexChecksum(t, r.dir)
 				build(t, root, "r/.claude/memory-handoffs/new.md")
 				return r
 			},
@@ -389,17 +381,7 @@ func TestIndexTracksNoInbox(t *testing.T) {
 		}, false},
 		{"version 4 (prefix-compressed paths)", func(dir string) { git(dir, "update-index", "--index-version", "4") }, false},
 		{"split index (entries in another file)", func(dir string) { git(dir, "update-index", "--split-index") }, false},
-		{"bad checksum", func(dir string) {
-			idx := filepath.Join(dir, ".git", "index")
-			data, err := os.ReadFile(idx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data[len(data)-1] ^= 0xff
-			if err := os.WriteFile(idx, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}, false},
+		{"bad checksum", func(dir string) { breakIndexChecksum(t, dir) }, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -417,5 +399,19 @@ func TestIndexTracksNoInbox(t *testing.T) {
 				t.Errorf("IndexTracksNoInbox = %v, want %v (index version %d)", got, tc.want, data[7])
 			}
 		})
+	}
+}
+
+// breakIndexChecksum flips a bit of the SHA-1 trailer of repo's git index.
+func breakIndexChecksum(t *testing.T, repo string) {
+	t.Helper()
+	idx := filepath.Join(repo, ".git", "index")
+	data, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0xff
+	if err := os.WriteFile(idx, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
