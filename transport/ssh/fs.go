@@ -86,7 +86,7 @@ var _ transport.FS = (*FS)(nil)
 // (TestNoServerSizedReads checks).
 func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closers ...io.Closer) (*FS, error) {
 	g := newListGuard()
-	gr := &guardReader{r: rd, g: g}
+	gr := newGuardReader(rd, g)
 	c, err := sftp.NewClientPipe(gr, &guardWriter{w: wr, g: g},
 		sftp.MaxPacketChecked(readChunk),
 		sftp.UseConcurrentReads(true),
@@ -129,6 +129,7 @@ func (f *FS) abort(cause error) {
 			c.Close()
 		}
 		f.sftp.Close()
+		f.reader.stop()
 	})
 }
 

@@ -23,8 +23,12 @@ const (
 	fxpHandle    = 102
 	fxpData      = 103
 	fxpName      = 104
+	fxOK         = 0
 	fxFailure    = 4
 	maxSFTPFrame = 256 * 1024 // pkg/sftp refuses larger packets too
+	// maxEarlyCloses bounds the made-up CLOSE replies waiting for the
+	// reader to hand them on; past it a CLOSE waits for the server.
+	maxEarlyCloses = 64
 )
 
 // listGuard bounds directory listings, each on its own. pkg/sftp's ReadDir
@@ -47,6 +51,12 @@ const (
 // What FS.ReadDir passes is a path, not an id (pkg/sftp chooses ids and
 // handles), so budgets are registered per path; concurrent listings of one
 // path share a registration, and must share its budget (see begin).
+//
+// The guard also answers the CLOSE that ends a listing itself, at once,
+// and drops the server's answer when it comes: pkg/sftp's ReadDir waits
+// for that answer and then ignores it, a round trip for nothing at every
+// directory level of a walk. Only directory handles a listing opened are
+// answered so; a file's CLOSE goes to the server and back as before.
 type listGuard struct {
 	token string // in the status that cuts a listing short
 
@@ -55,6 +65,9 @@ type listGuard struct {
 	opendirs map[uint32]*dirBudget // OPENDIR id → budget, until the reply
 	listings map[string]*listing   // open directory handle → its listing
 	readdirs map[uint32]*listing   // READDIR id → listing, until the reply
+	swallow  map[uint32]bool       // CLOSE ids answered by the guard: the server's reply is dropped
+
+	early chan []byte // CLOSE replies the guard made up, for the reader to hand on
 }
 
 // dirBudget is one path being listed: the budget each listing of it gets,
@@ -90,6 +103,8 @@ func newListGuard() *listGuard {
 		opendirs: make(map[uint32]*dirBudget),
 		listings: make(map[string]*listing),
 		readdirs: make(map[uint32]*listing),
+		swallow:  make(map[uint32]bool),
+		early:    make(chan []byte, maxEarlyCloses),
 	}
 }
 
@@ -191,10 +206,31 @@ func (g *listGuard) sent(body []byte) {
 		}
 		g.readdirs[id] = l
 	case fxpClose:
-		if ok {
-			delete(g.listings, string(s))
+		if !ok || g.listings[string(s)] == nil {
+			return
+		}
+		delete(g.listings, string(s))
+		// The listing is over: answer for the server, which will close
+		// the handle in the order it was asked (and whose answer the
+		// reader drops).
+		select {
+		case g.early <- statusFrame(nil, id, fxOK, ""):
+			g.swallow[id] = true
+		default:
 		}
 	}
+}
+
+// swallowed reports whether a reply with id answers a CLOSE the guard has
+// answered already, and forgets the id.
+func (g *listGuard) swallowed(id uint32) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.swallow[id] {
+		return false
+	}
+	delete(g.swallow, id)
+	return true
 }
 
 // verdict is what the guard does with a reply.
@@ -333,16 +369,37 @@ func (w *guardWriter) done() {
 // guardReader hands pkg/sftp the server's replies one whole frame at a
 // time, replacing with a failure status a NAME reply the guard refuses, a
 // HANDLE reply to OPENDIR that repeats an open listing's handle, and an
-// empty DATA reply.
+// empty DATA reply; and hands it the CLOSE replies the guard made up, as
+// soon as they are made, dropping the server's own. A goroutine (the pump)
+// reads the server's frames one at a time, so that a made-up reply need
+// not wait for the server's next frame.
 type guardReader struct {
 	r     io.Reader
 	g     *listGuard
 	frame []byte
 	off   int
 
+	pumpOnce sync.Once
+	frames   chan pumped   // from the pump: a frame, or the error that ended the stream
+	quit     chan struct{} // closed by stop: the pump gives up
+	stopOnce sync.Once
+
 	mu  sync.Mutex
 	err error // why the stream was cut off, if the guard cut it
 }
+
+// pumped is a frame the pump read, or the error that ended the stream.
+type pumped struct {
+	frame []byte
+	err   error
+}
+
+func newGuardReader(r io.Reader, g *listGuard) *guardReader {
+	return &guardReader{r: r, g: g, frames: make(chan pumped), quit: make(chan struct{})}
+}
+
+// stop ends the pump (once the stream is closed, it has nothing to read).
+func (r *guardReader) stop() { r.stopOnce.Do(func() { close(r.quit) }) }
 
 func (r *guardReader) Read(p []byte) (int, error) {
 	if r.off == len(r.frame) {
@@ -367,42 +424,87 @@ func (r *guardReader) failure() error {
 	return r.err
 }
 
-func (r *guardReader) next() error {
+// pump reads the server's frames, each whole and within maxSFTPFrame, and
+// hands them to next, until the stream ends or stop is called.
+func (r *guardReader) pump() {
+	for {
+		frame, err := readSFTPFrame(r.r)
+		select {
+		case r.frames <- pumped{frame, err}:
+		case <-r.quit:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readSFTPFrame reads one frame (length and body) from rd.
+func readSFTPFrame(rd io.Reader) ([]byte, error) {
 	var lb [4]byte
-	if _, err := io.ReadFull(r.r, lb[:]); err != nil {
-		return err
+	if _, err := io.ReadFull(rd, lb[:]); err != nil {
+		return nil, err
 	}
 	length := binary.BigEndian.Uint32(lb[:])
 	if length > maxSFTPFrame {
-		return fmt.Errorf("sftp: server sent a %d-byte packet (limit %d)", length, maxSFTPFrame)
+		return nil, fmt.Errorf("sftp: server sent a %d-byte packet (limit %d)", length, maxSFTPFrame)
 	}
-	if cap(r.frame) < int(length)+4 {
-		r.frame = make([]byte, int(length)+4)
-	}
-	r.frame = r.frame[:int(length)+4]
-	copy(r.frame, lb[:])
-	if _, err := io.ReadFull(r.r, r.frame[4:]); err != nil {
+	frame := make([]byte, int(length)+4)
+	copy(frame, lb[:])
+	if _, err := io.ReadFull(rd, frame[4:]); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return err
+		return nil, err
 	}
-	r.off = 0
+	return frame, nil
+}
+
+// next makes r.frame the next frame to hand pkg/sftp: a made-up CLOSE
+// reply, or the server's next frame as the guard judges it.
+func (r *guardReader) next() error {
+	r.pumpOnce.Do(func() { go r.pump() })
+	for {
+		var p pumped
+		select {
+		case f := <-r.g.early:
+			r.frame, r.off = f, 0
+			return nil
+		case p = <-r.frames:
+		}
+		if p.err != nil {
+			return p.err
+		}
+		r.frame, r.off = p.frame, 0
+		if r.judge() {
+			return nil
+		}
+	}
+}
+
+// judge looks at the server's frame in r.frame, rewriting it where the
+// guard says so. It returns false for a frame to drop: the server's reply
+// to a CLOSE the guard has answered.
+func (r *guardReader) judge() bool {
 	body := r.frame[4:]
 	if len(body) < 5 || body[0] < fxpStatus {
-		return nil // VERSION (no id), or too short for pkg/sftp to accept
+		return true // VERSION (no id), or too short for pkg/sftp to accept
 	}
 	id := binary.BigEndian.Uint32(body[1:5])
+	if r.g.swallowed(id) {
+		return false
+	}
 	switch v, d := r.g.received(body); v {
 	case refuse:
 		r.frame = statusFrame(r.frame[:0], id, fxFailure, r.g.token)
-		return nil
+		return true
 	case refuseHandle:
 		r.frame = statusFrame(r.frame[:0], id, fxFailure, "the server reused an open directory handle")
-		return nil
+		return true
 	case listed:
 		maskSlashes(body, func(masked, orig string) { r.g.noteMasked(d, masked, orig) })
-		return nil
+		return true
 	}
 	switch body[0] {
 	case fxpData:
@@ -412,7 +514,7 @@ func (r *guardReader) next() error {
 			r.frame = statusFrame(r.frame[:0], id, fxFailure, "empty data reply")
 		}
 	}
-	return nil
+	return true
 }
 
 // statusFrame appends an SSH_FXP_STATUS packet to b.

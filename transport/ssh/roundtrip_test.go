@@ -356,6 +356,49 @@ func TestReadFileRoundTrips(t *testing.T) {
 	}
 }
 
+// TestReadDirRoundTrips: a listing waits for three round trips (OPENDIR,
+// READDIR, READDIR to the end), not for the answer to its CLOSE, which the
+// guard gives at once; the server's own answer, when it comes, is dropped
+// and the session goes on (a second listing and a read still work).
+func TestReadDirRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			serve := srv.serve(t)
+			dir := t.TempDir()
+			for _, n := range []string{"a.md", "b.md", "c.md"} {
+				if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, holdCloses: true}
+			f := startRelayed(t, r, serve)
+			ents, err := f.ReadDir(ctxT(t), dir, 100)
+			if err != nil || len(ents) != 3 {
+				t.Fatalf("ReadDir: %d entries, %v", len(ents), err)
+			}
+			if r.sentOf(t, reqClose, 1) != 1 {
+				t.Fatal("the CLOSE was answered before ReadDir returned, though the relay holds CLOSE answers")
+			}
+			r.releaseCloses()
+			s := r.snapshot(t)
+			t.Logf("ReadDir: %v", s)
+			if s.rounds != 3 || s.requests != 4 || s.byType[reqClose] != 1 {
+				t.Errorf("%d round trips, requests %s; want 3 round trips: OPENDIR, READDIR, READDIR, and a CLOSE", s.rounds, s.seq)
+			}
+			// The server's answer to the CLOSE has gone by: the session
+			// must not have taken it for a reply to something else.
+			if ents, err := f.ReadDir(ctxT(t), dir, 100); err != nil || len(ents) != 3 {
+				t.Fatalf("second ReadDir: %d entries, %v", len(ents), err)
+			}
+			if got, _, err := f.ReadFile(ctxT(t), filepath.Join(dir, "a.md"), 100); err != nil || string(got) != "a.md" {
+				t.Fatalf("ReadFile after the listings: %q, %v", got, err)
+			}
+		})
+	}
+}
+
 // TestReadContentRoundTrips: the read-back after an archive rename costs
 // three round trips (LSTAT, OPEN, READs with the probe; CLOSE not waited
 // for), and keeps the bounds: a FIFO is never opened, a file over the limit
