@@ -35,6 +35,10 @@ type Inbox struct {
 	Tracked    int
 	Ignored    []string // quoted names that are not plain *.md names, at most MaxIgnored
 	IgnoredN   int      // how many names were ignored in all
+	// ArchiveDirs are the entries named ProcessedDir and MalformedDir the
+	// inbox's listing holds (a name not in it was not there); nil when
+	// the inbox was not listed.
+	ArchiveDirs map[string]transport.FileInfo
 }
 
 // Discover finds the inboxes of a host: every declared inbox, and every
@@ -166,6 +170,7 @@ type listing struct {
 	ignored  []string
 	ignoredN int
 	cands    []transport.FileInfo
+	archive  map[string]transport.FileInfo // the ArchiveDirs entries
 }
 
 type trackedResult struct {
@@ -226,6 +231,7 @@ func (d *discovery) fill(in *Inbox) {
 		return
 	}
 	in.State, in.Err, in.Ignored, in.IgnoredN = li.state, li.err, li.ignored, li.ignoredN
+	in.ArchiveDirs = li.archive
 	if in.State != StateOK || len(li.cands) == 0 {
 		return
 	}
@@ -564,7 +570,11 @@ func listInbox(ctx context.Context, l *lister, dir string, li *listing) error {
 		li.state = StateOptedOut
 		return nil
 	}
+	li.archive = map[string]transport.FileInfo{}
 	for _, e := range ents {
+		if e.Name == ProcessedDir || e.Name == MalformedDir {
+			li.archive[e.Name] = e
+		}
 		switch CheckName(e.Name) {
 		case "":
 			li.cands = append(li.cands, e)

@@ -363,7 +363,7 @@ func TestDiscoverBoundsIgnored(t *testing.T) {
 	}
 }
 
-// callLog records the order of Lstat and ReadDir calls.
+// callLog records the order of Lstat, ReadDir and Mkdir calls.
 type callLog struct {
 	transport.FS
 	mu    sync.Mutex
@@ -384,6 +384,24 @@ func (c *callLog) Lstat(ctx context.Context, name string) (transport.FileInfo, e
 func (c *callLog) ReadDir(ctx context.Context, name string, max int) ([]transport.FileInfo, error) {
 	c.add("readdir " + name)
 	return c.FS.ReadDir(ctx, name, max)
+}
+
+func (c *callLog) Mkdir(ctx context.Context, name string) error {
+	c.add("mkdir " + name)
+	return c.FS.Mkdir(ctx, name)
+}
+
+// count returns how many calls were s.
+func (c *callLog) count(s string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, x := range c.calls {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }
 
 // TestDiscoverAsksGitWithInbox: in a repository at max_depth, .git and

@@ -88,6 +88,7 @@ type puller struct {
 	deferred    map[string]map[string]int // inbox -> reason -> deferrals
 	archiveErrs []error
 	dirs        map[string]bool // archive directories known to exist
+	absent      map[string]bool // archive directories the inbox's listing did not hold
 	scanned     int             // inboxes discovered and listed, set before the pipeline starts
 }
 
@@ -129,9 +130,22 @@ func (p *puller) run(ctx context.Context) error {
 	}
 	p.log.Debug("discovered", "host", p.cfg.Host, "inboxes", len(inboxes), "took", time.Since(began))
 	p.deferred = map[string]map[string]int{}
-	p.dirs = map[string]bool{}
+	p.dirs, p.absent = map[string]bool{}, map[string]bool{}
 	var work []*Inbox
 	for _, in := range inboxes {
+		// What the inbox's listing said of its archive directories
+		// spares asking again (one round trip per inbox).
+		if in.ArchiveDirs != nil {
+			for _, name := range []string{ProcessedDir, MalformedDir} {
+				fi, ok := in.ArchiveDirs[name]
+				switch d := path.Join(in.Path, name); {
+				case !ok:
+					p.absent[d] = true
+				case fi.IsDir():
+					p.dirs[d] = true
+				}
+			}
+		}
 		ir := InboxReport{Path: in.Path, State: in.State, Tracked: in.Tracked, Ignored: in.Ignored, IgnoredCount: in.IgnoredN, Pending: len(in.Candidates)}
 		if in.Err != nil {
 			ir.Error = in.Err.Error()
@@ -651,12 +665,12 @@ func (p *puller) archive(ctx context.Context, c *claimed) error {
 // has since gone fails and is retried by the next run).
 func (p *puller) ensureDir(ctx context.Context, dir string) error {
 	p.mu.Lock()
-	known := p.dirs[dir]
+	known, absent := p.dirs[dir], p.absent[dir]
 	p.mu.Unlock()
 	if known {
 		return nil
 	}
-	if err := ensureDir(ctx, p.fsys, dir); err != nil {
+	if err := ensureDir(ctx, p.fsys, dir, absent); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -677,8 +691,15 @@ func sameContent(ctx context.Context, fsys transport.FS, name, sha string, size 
 }
 
 // ensureDir makes sure dir is a real directory (never a symlink).
-func ensureDir(ctx context.Context, fsys transport.FS, dir string) error {
-	fi, err := fsys.Lstat(ctx, dir)
+//
+// absent: a listing just now did not hold dir, so it is made without
+// asking first (an lstat follows only if it turns out to exist).
+func ensureDir(ctx context.Context, fsys transport.FS, dir string, absent bool) error {
+	var fi transport.FileInfo
+	err := transport.ErrNotExist
+	if !absent {
+		fi, err = fsys.Lstat(ctx, dir)
+	}
 	if errors.Is(err, transport.ErrNotExist) {
 		err = fsys.Mkdir(ctx, dir)
 		if err == nil {

@@ -765,3 +765,49 @@ func TestPullRewrittenBeforeArchive(t *testing.T) {
 	})
 	t.Errorf("the rewritten handoff is neither stored nor in the inbox; it sits at %q, never to be pulled", where)
 }
+
+// TestPullArchiveDirFromListing: what the inbox's listing said of
+// processed/ spares asking again: present (a directory), it is not asked
+// about; absent, it is made without asking first. A processed/ that is a
+// symlink still stops the archive (invariant: nothing is renamed through a
+// symlink).
+func TestPullArchiveDirFromListing(t *testing.T) {
+	t.Parallel()
+	data := fixture(t, "handoff.md")
+	for _, tc := range []struct {
+		name     string
+		setup    func(e *pullEnv)
+		lstats   int // lstats of processed/
+		mkdirs   int
+		archived bool
+	}{
+		{"present", func(e *pullEnv) { mkdirAll(t, e.path(claim.ProcessedDir)) }, 0, 0, true},
+		{"absent", func(e *pullEnv) {}, 0, 1, true},
+		{"symlink", func(e *pullEnv) {
+			if err := os.Symlink(e.outside, e.path(claim.ProcessedDir)); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newPullEnv(t)
+			e.put(t, "x.md", data)
+			tc.setup(e)
+			log := &callLog{FS: e.fs}
+			pull(t, log, e.cfg, e.spool, e.rec)
+			dir := e.path(claim.ProcessedDir)
+			if n := log.count("lstat " + dir); n != tc.lstats {
+				t.Errorf("processed/ asked about %d times, want %d:\n%s", n, tc.lstats, strings.Join(log.calls, "\n"))
+			}
+			if n := log.count("mkdir " + dir); n != tc.mkdirs {
+				t.Errorf("processed/ made %d times, want %d", n, tc.mkdirs)
+			}
+			if tc.archived {
+				e.assertStored(t, "x.md", data, claim.ProcessedDir)
+			} else if ents, _ := os.ReadDir(e.outside); len(ents) != 0 {
+				t.Errorf("%d files moved through the symlinked processed/", len(ents))
+			}
+		})
+	}
+}
