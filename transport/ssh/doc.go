@@ -35,7 +35,9 @@
 //   - Few round trips per call: ReadFile waits for five (LSTAT, OPEN,
 //     FSTAT, its READs sent together, FSTAT) whatever the file's size up to
 //     2 MiB (64 READs of 32 KiB in flight; larger files stream at that
-//     rate), and does not wait for its CLOSE. Rename on OpenSSH of a file
-//     ReadFile just read takes one (see FS.Rename for why only then), two
-//     otherwise.
+//     rate), and does not wait for its CLOSE. ReadDir waits for three
+//     (OPENDIR, READDIR, the READDIR that says the listing is over): the
+//     guard answers its CLOSE at once and drops the server's answer.
+//     Rename on OpenSSH of a file ReadFile just read takes one (see
+//     FS.Rename for why only then), two otherwise.
 package sshfs
