@@ -429,11 +429,11 @@ func (w *walk) listed(dir string, key []string, ents []transport.FileInfo, err e
 }
 
 // leaf looks for inboxes in a directory at max_depth, below which the walk
-// does not go. Rather than list it (three round trips over SFTP: open, read,
-// read to the end; the close is not waited for) it asks about each harness directory by name,
-// all at once, and only where one exists about the opt-out markers, the
-// inbox, and .git with its index: one round trip for a directory without
-// a harness, two for a repository.
+// does not go. Rather than list it (three round trips over SFTP: open,
+// read, read to the end; the close is not waited for) it asks about each
+// harness directory by name, all at once, and only where one exists about
+// the opt-out markers, the inbox, and .git with its index: one round trip
+// for a directory without a harness, two for a repository.
 func (w *walk) leaf(dir string, key []string) error {
 	if w.visited.Add(1) > MaxWalkDirs {
 		return w.tooMany()
