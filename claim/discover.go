@@ -467,26 +467,24 @@ func (w *walk) leaf(dir string, key []string) error {
 	// inbox with candidates needs next (a round trip less before the
 	// index is read).
 	ins := make([]*Inbox, len(present))
-	var optErr error
-	var git gitStat
-	if err := inParallel(ctx, len(present)+2, len(present)+2, func(ctx context.Context, i int) error {
-		switch i {
-		case len(present):
-			_, optErr = fsys.Lstat(ctx, path.Join(dir, OptOutMarker))
-		case len(present) + 1:
-			git.fis, git.errs, git.err = lstatAll(ctx, fsys, path.Join(dir, ".git"), path.Join(dir, ".git", "index"))
-		default:
+	var own gitStat // the marker, .git, .git/index
+	if err := inParallel(ctx, len(present)+1, len(present)+1, func(ctx context.Context, i int) error {
+		if i == len(present) {
+			own.fis, own.errs, own.err = lstatAll(ctx, fsys, path.Join(dir, OptOutMarker), path.Join(dir, ".git"), path.Join(dir, ".git", "index"))
+		} else {
 			ins[i] = harnessInbox(ctx, fsys, dir, present[i])
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if git.err == nil {
-		w.d.mu.Lock()
-		w.d.gitStats[dir] = &git
-		w.d.mu.Unlock()
+	if own.err != nil {
+		return own.err
 	}
+	optErr := own.errs[0]
+	w.d.mu.Lock()
+	w.d.gitStats[dir] = &gitStat{fis: own.fis[1:], errs: own.errs[1:]}
+	w.d.mu.Unlock()
 	switch {
 	case optErr == nil:
 		return nil // opted out, with everything below

@@ -28,10 +28,9 @@ package ingest
 //
 // So per plan, as before: the plan is durable before its backup is put in
 // place; the backup of what the target held is durable before the target
-// is replaced; the target
-// is replaced only while it holds exactly what the plan, or the first plan
-// of its chain, was made on, and the replacement is durable before the
-// result is recorded.
+// is replaced; the target is replaced only while it holds exactly what the
+// plan, or the first plan of its chain, was made on; and the replacement
+// is durable before the result is recorded.
 //
 // While a batch goes through steps 2 to 5, the next one is decided (step 1)
 // on the view the current one leaves, so the workers keep writing. Should
@@ -739,9 +738,10 @@ func lateName(target string, late []byte) string {
 // removed when the Ingester is closed (removeRetired), within bounds. On
 // ext4 without a journal every inode freed makes each later file creation
 // in its group look at it again for 60 s (6 min while its inode table
-// block is dirty), which made removing thousands of replaced files during a run cost more
-// than the rest of their batch, and slowed the spool writes of pulls still
-// running: a sync runs Run several times while it pulls.
+// block is dirty), which made removing thousands of replaced files during
+// a run cost more than the rest of their batch, and slowed the spool
+// writes of pulls still running: a sync runs Run several times while it
+// pulls.
 func (in *Ingester) retire(s *durable.Swapped) {
 	if !s.Replaced() {
 		return

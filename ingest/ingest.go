@@ -270,7 +270,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 				if len(late) > 0 {
 					// Another writer appended to our file in the instant
 					// it stood at the target's name: keep that text.
-					name := "late." + hash(late)[:12] + "." + hash([]byte(p.Target))[:16]
+					name := lateName(p.Target, late)
 					if err := in.ws.write(BackupsDir+"/"+name, late); err != nil {
 						return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
 					}
@@ -281,19 +281,19 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 			if err != nil {
 				return Entry{}, fmt.Errorf("ingest: write %s: %w", p.Target, err)
 			}
-			lateName := ""
+			saved := ""
 			if len(late) > 0 {
 				// Durable first, so a crash cannot lose them; merged
 				// into the target once this plan's bookkeeping is done.
-				lateName = "late." + hash(late)[:12] + "." + hash([]byte(p.Target))[:16]
-				if err := in.ws.write(BackupsDir+"/"+lateName, late); err != nil {
+				saved = lateName(p.Target, late)
+				if err := in.ws.write(BackupsDir+"/"+saved, late); err != nil {
 					return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
 				}
 			}
 			failpoint.Inject("commit.written")
 			e, err := in.record(ctx, src, p.outcome(), p.ID)
-			if err == nil && lateName != "" {
-				in.keepLate(p.Target, next, late, lateName)
+			if err == nil && saved != "" {
+				in.keepLate(p.Target, next, late, saved)
 			}
 			return e, err
 		case superseded(p, later, curHash):

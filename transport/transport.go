@@ -100,11 +100,12 @@ type FS interface {
 
 // ContentReader is implemented by transports that can read a file whose
 // bytes the caller only compares with bytes it already holds, or checks
-// against a checksum they carry (a git index), more cheaply than ReadFile. ReadContent keeps ReadFile's bounds (it never opens what
-// Lstat does not call a regular file, never returns or holds more than
-// limit+1 bytes, and fails with ErrTooLarge when the file exceeds limit) but
-// need not check the open handle against the name: a file that changed
-// simply compares unequal (or fails its checksum).
+// against a checksum they carry (a git index), more cheaply than ReadFile.
+// ReadContent keeps ReadFile's bounds (it never opens what Lstat does not
+// call a regular file, never returns or holds more than limit+1 bytes, and
+// fails with ErrTooLarge when the file exceeds limit) but need not check
+// the open handle against the name: a file that changed simply compares
+// unequal (or fails its checksum).
 type ContentReader interface {
 	ReadContent(ctx context.Context, name string, limit int64) ([]byte, error)
 }
@@ -122,8 +123,8 @@ type ListedReader interface {
 }
 
 // ReadContent reads name for comparison with bytes the caller holds (or
-// with a checksum the content carries): with
-// fsys's ReadContent when it has one, else with ReadFile.
+// with a checksum the content carries): with fsys's ReadContent when it
+// has one, else with ReadFile.
 func ReadContent(ctx context.Context, fsys FS, name string, limit int64) ([]byte, error) {
 	if cr, ok := fsys.(ContentReader); ok {
 		return cr.ReadContent(ctx, name, limit)

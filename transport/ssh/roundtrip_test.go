@@ -129,7 +129,7 @@ func openSSHServer(t *testing.T) func(t *testing.T, in io.Reader, out io.WriteCl
 
 func (r *relay) forwardRequests(from io.Reader, to io.Writer) {
 	for {
-		frame, err := readFrame(from)
+		frame, err := readSFTPFrame(from)
 		if err != nil {
 			return
 		}
@@ -155,7 +155,7 @@ func (r *relay) forwardRequests(from io.Reader, to io.Writer) {
 
 func (r *relay) forwardReplies(from io.Reader) {
 	for {
-		frame, err := readFrame(from)
+		frame, err := readSFTPFrame(from)
 		if err != nil {
 			return
 		}
@@ -194,19 +194,6 @@ func (r *relay) forwardReplies(from io.Reader) {
 			r.wmu.Unlock()
 		}()
 	}
-}
-
-func readFrame(r io.Reader) ([]byte, error) {
-	var lb [4]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, err
-	}
-	frame := make([]byte, 4+binary.BigEndian.Uint32(lb[:]))
-	copy(frame, lb[:])
-	if _, err := io.ReadFull(r, frame[4:]); err != nil {
-		return nil, err
-	}
-	return frame, nil
 }
 
 // pendingOf counts pending requests of type typ; r.mu is held.
