@@ -78,9 +78,24 @@ type Raw struct {
 	// written to the client as is, in place of the normal reply: a whole
 	// frame, length prefix included (see Frame), or any bytes at all.
 	Hook func(Request) []byte
+	// MaxHandles, when set, is how many open handles the server keeps, as
+	// Green End's sftp-server keeps 128: past it, OPEN and OPENDIR still
+	// answer with a handle, but one the server does not know, and every
+	// request on it fails with "invalid handle".
+	MaxHandles int
 
-	mu   sync.Mutex
-	dirs map[string]bool // made by MKDIR
+	mu        sync.Mutex
+	dirs      map[string]bool // made by MKDIR
+	peak      int             // most handles open at once, phantoms included
+	phantomsN int             // phantom handles handed out
+}
+
+// Peak reports the most handles that were open at once in any session
+// (handles past MaxHandles included), and how many of those were phantoms.
+func (r *Raw) Peak() (open, phantoms int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.peak, r.phantomsN
 }
 
 // Frame prefixes body with its length, making one SFTP frame.
@@ -118,9 +133,10 @@ const (
 )
 
 type rawHandle struct {
-	path  string
-	dir   bool
-	count int // READ or READDIR requests so far
+	path    string
+	dir     bool
+	count   int  // READ or READDIR requests so far
+	phantom bool // handed out past MaxHandles: the server does not know it
 }
 
 // ServeSFTP implements Engine.
@@ -147,7 +163,13 @@ func (r *Raw) ServeSFTP(ctx context.Context, rw io.ReadWriteCloser) {
 			}
 			continue
 		}
-		if h, ok := handles[req.Handle]; ok {
+		h, known := handles[req.Handle]
+		phantom := known && h.phantom
+		if phantom {
+			if req.Type == FxpClose {
+				delete(handles, req.Handle)
+			}
+		} else if known {
 			req.File = h.path
 			req.N = h.count
 			if req.Type == FxpRead || req.Type == FxpReaddir {
@@ -157,6 +179,14 @@ func (r *Raw) ServeSFTP(ctx context.Context, rw io.ReadWriteCloser) {
 		var out []byte
 		if r.Hook != nil {
 			out = r.Hook(req)
+		}
+		if out == nil {
+			switch req.Type {
+			case FxpRead, FxpFstat, FxpReaddir, FxpClose:
+				if phantom {
+					out = Frame(Status(req.ID, FxFailure, "invalid handle"))
+				}
+			}
 		}
 		if out == nil {
 			reply := r.reply(req, handles, &next)
@@ -298,7 +328,14 @@ func (r *Raw) reply(req Request, handles map[string]*rawHandle, next *int) []byt
 		}
 		*next++
 		h := "h" + strconv.Itoa(*next)
-		handles[h] = &rawHandle{path: path.Clean(req.Path), dir: dir}
+		r.mu.Lock()
+		phantom := r.MaxHandles > 0 && len(handles) >= r.MaxHandles
+		r.peak = max(r.peak, len(handles)+1)
+		if phantom {
+			r.phantomsN++
+		}
+		r.mu.Unlock()
+		handles[h] = &rawHandle{path: path.Clean(req.Path), dir: dir, phantom: phantom}
 		return Str(U32([]byte{FxpHandle}, id), h)
 	case FxpRead:
 		r.mu.Lock()

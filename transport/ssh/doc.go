@@ -28,6 +28,13 @@
 //     "." and "..") entries in memory, even if the server never ends the
 //     listing. Each listing has its own budget, however many run at once on
 //     one connection: a listing cut off leaves the others untouched.
+//   - The handles a session holds open on the server (files being read,
+//     directories being listed, handles whose CLOSE is unanswered) stay
+//     within a bound: the server's own limit where it says it
+//     (limits@openssh.com, capped at 512), else 64. An OPEN that fails, or
+//     a handle the server does not know, while many are open lowers the
+//     bound and is tried again, so a server's handle limit never fails a
+//     call that fewer handles would let through.
 //   - Every FS method may be called from any number of goroutines at once;
 //     their requests share the one SFTP session (pkg/sftp matches replies
 //     to requests by id), so calls made at once wait out their round trips

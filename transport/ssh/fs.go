@@ -58,6 +58,9 @@ type FS struct {
 
 	reader *guardReader // knows why the stream was cut, if the guard cut it
 
+	// handles bounds the handles open on the server at once (handles.go).
+	handles *handleLimit
+
 	// linkRename: the server is OpenSSH, whose rename of a regular file
 	// never replaces (see Rename). readRegular holds the names ReadFile
 	// last found to be regular files.
@@ -86,6 +89,7 @@ var _ transport.FS = (*FS)(nil)
 // (TestNoServerSizedReads checks).
 func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closers ...io.Closer) (*FS, error) {
 	g := newListGuard()
+	g.handles = newHandleLimit(defaultHandles)
 	gr := newGuardReader(rd, g)
 	c, err := sftp.NewClientPipe(gr, &guardWriter{w: wr, g: g},
 		sftp.MaxPacketChecked(readChunk),
@@ -97,7 +101,15 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 		return nil, err
 	}
 	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, reader: gr, closers: closers, done: make(chan struct{}),
-		closeSem: make(chan struct{}, maxPendingCloses), readRegular: newNameSet(maxReadRegular)}
+		closeSem: make(chan struct{}, maxPendingCloses), readRegular: newNameSet(maxReadRegular), handles: g.handles}
+	// Nothing else writes to the stream yet: ask for the server's limits
+	// now, and raise the bound when the answer comes.
+	if _, ok := c.HasExtension("limits@openssh.com"); ok {
+		if err := g.askLimits(wr); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("sftp: ask for limits: %w", err)
+		}
+	}
 	// When the SFTP session ends on its own (the peer hung up, or the guard
 	// cut off a protocol violation), mark the FS broken at once with the
 	// real cause, so that every later call fails with ErrBroken instead of
@@ -255,7 +267,7 @@ func (f *FS) ReadDir(ctx context.Context, name string, maxEntries int) ([]transp
 	defer f.guard.end(dir)
 	var out []transport.FileInfo
 	err = f.call(ctx, func() error {
-		ents, err := f.sftp.ReadDirContext(ctx, name)
+		ents, err := f.list(ctx, name)
 		if f.guard.cut(err) || len(ents) > maxEntries {
 			return fmt.Errorf("more than %d entries", maxEntries)
 		}
@@ -273,6 +285,25 @@ func (f *FS) ReadDir(ctx context.Context, name string, maxEntries int) ([]transp
 		return nil, opErr("readdir", name, err)
 	}
 	return out, nil
+}
+
+// list lists name holding one of the session's handles (if the guard
+// answers the listing's CLOSE itself, the handle stays counted until the
+// server answers too). A listing that fails while many handles are open
+// is, like a failed OPEN, tried again with a lower bound.
+func (f *FS) list(ctx context.Context, name string) ([]os.FileInfo, error) {
+	for try := 1; ; try++ {
+		if err := f.handles.acquire(ctx, f.done); err != nil {
+			return nil, err
+		}
+		ents, err := f.sftp.ReadDirContext(ctx, name)
+		retry := err != nil && !f.guard.cut(err) && try < openTries && f.handles.exhausted(err)
+		f.handles.release()
+		if !retry {
+			return ents, err
+		}
+		f.logExhausted("opendir", name, err)
+	}
 }
 
 // ReadFile reads a regular file of at most limit bytes. It refuses anything
@@ -348,15 +379,11 @@ func (f *FS) readOpened(name string, before transport.FileInfo, limit int64) ([]
 	if before.Size > limit || before.Size < 0 {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, before.Size, limit)
 	}
-	file, err := f.sftp.Open(name)
+	file, opened, err := f.openStat(name)
 	if err != nil {
 		return nil, transport.FileInfo{}, err
 	}
 	defer f.closeFile(file)
-	opened, err := file.Stat()
-	if err != nil {
-		return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", err)
-	}
 	if !opened.Mode().IsRegular() {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, kind(opened.Mode()))
 	}
@@ -404,7 +431,7 @@ func (f *FS) ReadContent(ctx context.Context, name string, limit int64) ([]byte,
 		if fi.Size > limit || fi.Size < 0 {
 			return fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, fi.Size, limit)
 		}
-		file, err := f.sftp.Open(name)
+		file, err := f.open(name)
 		if err != nil {
 			return err
 		}
@@ -500,9 +527,60 @@ func (f *FS) closeFile(file *sftp.File) {
 }
 
 func (f *FS) closeNow(file *sftp.File) {
+	defer f.handles.release()
 	if err := file.Close(); err != nil && f.broken() == nil {
 		f.log.Debug("sftp: close failed", "host", f.cfg.Alias, "file", file.Name(), "err", err)
 	}
+}
+
+// open opens name for reading, holding one of the session's handles until
+// closeFile has closed it. An OPEN that fails while many handles are open
+// is taken for the server running out of them: the bound is lowered and
+// the OPEN tried again once fewer are open.
+func (f *FS) open(name string) (*sftp.File, error) {
+	for try := 1; ; try++ {
+		if err := f.handles.acquire(context.Background(), f.done); err != nil {
+			return nil, err
+		}
+		file, err := f.sftp.Open(name)
+		if err == nil {
+			return file, nil
+		}
+		retry := try < openTries && f.handles.exhausted(err)
+		f.handles.release()
+		if !retry {
+			return nil, err
+		}
+		f.logExhausted("open", name, err)
+	}
+}
+
+// openStat opens name and stats the open handle. A handle the server does
+// not know (its FSTAT fails) while many are open is, like a failed OPEN,
+// taken for the server running out of handles: it is closed, the bound
+// lowered, and both tried again.
+func (f *FS) openStat(name string) (*sftp.File, os.FileInfo, error) {
+	for try := 1; ; try++ {
+		file, err := f.open(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		opened, err := file.Stat()
+		if err == nil {
+			return file, opened, nil
+		}
+		retry := try < openTries && f.handles.exhausted(err)
+		f.closeFile(file)
+		if !retry {
+			return nil, nil, fmt.Errorf("fstat: %w", err)
+		}
+		f.logExhausted("fstat", name, err)
+	}
+}
+
+func (f *FS) logExhausted(op, name string, err error) {
+	limit, _ := f.handles.stats()
+	f.log.Info("sftp: the server seems out of handles; fewer at once", "host", f.cfg.Alias, "op", op, "file", name, "err", err, "bound", limit)
 }
 
 // Rename moves oldname to newname and never replaces newname: if newname
@@ -575,6 +653,17 @@ func isOpenSSH(banner string) bool {
 		}
 	}
 	return false
+}
+
+// isOpenSSHSFTP reports whether the SFTP server behind an OpenSSH banner
+// is OpenSSH's own sftp-server: sshd may run another (Green End's, say) as
+// its sftp subsystem, and only OpenSSH's is known to rename with link(2).
+// OpenSSH's sends no vendor-id and, since 8.0, lsetstat@openssh.com;
+// Green End's sends a vendor-id and no lsetstat.
+func isOpenSSHSFTP(c *sftp.Client) bool {
+	_, vendor := c.HasExtension("vendor-id")
+	_, lsetstat := c.HasExtension("lsetstat@openssh.com")
+	return lsetstat && !vendor
 }
 
 // nameSet is a bounded set of names: past its size, the oldest go first.

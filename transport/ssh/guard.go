@@ -68,7 +68,25 @@ type listGuard struct {
 	swallow  map[uint32]bool       // CLOSE ids answered by the guard: the server's reply is dropped
 
 	early chan []byte // CLOSE replies the guard made up, for the reader to hand on
+
+	// handles is told of each directory CLOSE the guard answers, and of
+	// the server's own answer when it comes (nil in some tests).
+	handles *handleLimit
+	// limitsAsked: a limits@openssh.com request with id limitsID is on
+	// its way; its reply is taken out of the stream.
+	limitsAsked bool
 }
+
+// limitsID is the request id of the guard's own limits@openssh.com
+// request. pkg/sftp numbers its requests from 1 up, so it never reaches
+// this one in a session.
+const limitsID = 0xffffffff
+
+// SFTP packet types for the limits request and its answer.
+const (
+	fxpExtended      = 200
+	fxpExtendedReply = 201
+)
 
 // dirBudget is one path being listed: the budget each listing of it gets,
 // and the names masked in its listings.
@@ -216,6 +234,9 @@ func (g *listGuard) sent(body []byte) {
 		select {
 		case g.early <- statusFrame(nil, id, fxOK, ""):
 			g.swallow[id] = true
+			if g.handles != nil {
+				g.handles.closeAnswered()
+			}
 		default:
 		}
 	}
@@ -230,6 +251,58 @@ func (g *listGuard) swallowed(id uint32) bool {
 		return false
 	}
 	delete(g.swallow, id)
+	if g.handles != nil {
+		g.handles.closeDone()
+	}
+	return true
+}
+
+// askLimits sends a limits@openssh.com request on w, the stream below
+// pkg/sftp. Call it only while nothing else writes to the stream.
+func (g *listGuard) askLimits(w io.Writer) error {
+	const ext = "limits@openssh.com"
+	var b []byte
+	b = binary.BigEndian.AppendUint32(b, uint32(1+4+4+len(ext)))
+	b = append(b, fxpExtended)
+	b = binary.BigEndian.AppendUint32(b, limitsID)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ext)))
+	b = append(b, ext...)
+	g.mu.Lock()
+	g.limitsAsked = true
+	g.mu.Unlock()
+	_, err := w.Write(b)
+	return err
+}
+
+// asking reports whether the answer to askLimits is still to come.
+func (g *listGuard) asking() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.limitsAsked
+}
+
+// limitsReply takes the answer to askLimits out of the stream: it reports
+// whether body (type, id, fields) is that answer, and if it carries an
+// open-handles limit, applies it.
+func (g *listGuard) limitsReply(body []byte) bool {
+	if binary.BigEndian.Uint32(body[1:5]) != limitsID {
+		return false
+	}
+	g.mu.Lock()
+	asked := g.limitsAsked
+	g.limitsAsked = false
+	g.mu.Unlock()
+	if !asked {
+		return false
+	}
+	// max-packet-length, max-read-length, max-write-length,
+	// max-open-handles: four uint64s. 0 means the server does not know,
+	// which leaves the default.
+	if body[0] == fxpExtendedReply && len(body) >= 5+32 && g.handles != nil {
+		if n := binary.BigEndian.Uint64(body[5+24:]); n > 0 {
+			g.handles.setLimit(int(min(n, maxHandles)))
+		}
+	}
 	return true
 }
 
@@ -492,7 +565,7 @@ func (r *guardReader) judge() bool {
 		return true // VERSION (no id), or too short for pkg/sftp to accept
 	}
 	id := binary.BigEndian.Uint32(body[1:5])
-	if r.g.swallowed(id) {
+	if r.g.swallowed(id) || r.g.limitsReply(body) {
 		return false
 	}
 	switch v, d := r.g.received(body); v {

@@ -84,6 +84,11 @@ func startRelayed(t *testing.T, r *relay, serve func(t *testing.T, in io.Reader,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.releaseCloses(); f.Close() })
+	// The limits@openssh.com request newFS sends is answered before the
+	// counting starts.
+	for deadline := time.Now().Add(5 * time.Second); f.guard.asking() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	r.reset()
 	return f
 }
