@@ -195,18 +195,26 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		more, ingErr = ing.Run(ctx)
 		entries = append(entries, more...)
 	}
+	// What could not be archived, by host, inbox, name and hash.
+	unarchived := map[[4]string]string{}
+	for _, rep := range reports {
+		for _, it := range rep.Unarchived {
+			unarchived[[4]string{rep.Name, it.Inbox, it.Name, it.SHA256}] = it.Error
+		}
+	}
 	for _, e := range entries {
 		r.Handoffs = append(r.Handoffs, receipts.Handoff{
 			Host: e.Host, Inbox: e.Inbox, Name: e.Name, SHA256: e.SHA256, Size: e.Size,
 			Result: e.Result, Reason: e.Reason, Action: e.Action, Target: e.Target,
 			BeforeSHA256: e.BeforeSHA256, AfterSHA256: e.AfterSHA256, ArchivedAs: e.ArchivedAs,
+			Error: unarchived[[4]string{e.Host, e.Inbox, e.Name, e.SHA256}],
 		})
 	}
 	for _, rep := range reports {
 		for _, it := range rep.Items {
 			r.Handoffs = append(r.Handoffs, receipts.Handoff{
 				Host: rep.Name, Inbox: it.Inbox, Name: it.Name, SHA256: it.SHA256, Size: it.Size,
-				Result: it.Result, Reason: it.Reason, ArchivedAs: it.ArchivedAs,
+				Result: it.Result, Reason: it.Reason, ArchivedAs: it.ArchivedAs, Error: it.Error,
 			})
 			if it.Result == claim.ResultRejected && !opts.DryRun {
 				if err := st.led.RecordReject(ctx, r.RunID, it, rep.Name); err != nil {
@@ -290,7 +298,7 @@ func judge(r *receipts.Receipt, ingErr error) (outcome, status string) {
 }
 
 func hostEntry(rep claim.HostReport) receipts.Host {
-	h := receipts.Host{Name: rep.Name, Transport: rep.Transport, Outcome: rep.Outcome, Error: rep.Error, Inboxes: []receipts.Inbox{}, ItemsDropped: rep.ItemsDropped}
+	h := receipts.Host{Name: rep.Name, Transport: rep.Transport, Outcome: rep.Outcome, Error: rep.Error, Inboxes: []receipts.Inbox{}, ItemsDropped: rep.ItemsDropped, Quirks: rep.Quirks}
 	for _, in := range rep.Inboxes {
 		h.Inboxes = append(h.Inboxes, receipts.Inbox{Path: in.Path, State: in.State, Pending: in.Pending, Tracked: in.Tracked, Error: in.Error, Ignored: in.Ignored, IgnoredCount: in.IgnoredCount})
 	}

@@ -407,3 +407,35 @@ func treeHash(t *testing.T, dir string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// Errors that vanish are errors that repeat: a handoff whose archive
+// fails carries the reason in its receipt entry. Here a file sits where
+// malformed/ would be, so neither the rejected symlink nor the malformed
+// handoff can be moved; both stay in the inbox (nothing lost) and both
+// entries say why.
+func TestReceiptCarriesArchiveErrors(t *testing.T) {
+	e := newEnv(t)
+	e.put(e.inbox, "malformed", "not a directory")
+	bad := e.put(e.inbox, "bad.md", "not a handoff")
+	if err := os.Symlink(filepath.Join(e.dir, "elsewhere.md"), filepath.Join(e.inbox, "y.md")); err != nil {
+		t.Fatal(err)
+	}
+	r := e.sync(false)
+	got := map[string]receipts.Handoff{}
+	for _, h := range r.Handoffs {
+		got[h.Name] = h
+	}
+	y, b := got["y.md"], got["bad.md"]
+	if y.Result != "rejected" || y.ArchivedAs != "" || !strings.Contains(y.Error, "not a directory") {
+		t.Errorf("rejected symlink entry %+v: want archived_as empty and an error naming the cause", y)
+	}
+	if b.Result != "malformed" || !strings.Contains(b.Error, "not a directory") {
+		t.Errorf("malformed entry %+v: want the archive error", b)
+	}
+	if _, err := os.Stat(bad); err != nil {
+		t.Errorf("bad.md left its inbox though its archive failed: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(e.inbox, "y.md")); err != nil {
+		t.Errorf("y.md left its inbox though its archive failed: %v", err)
+	}
+}

@@ -294,6 +294,9 @@ type guardFS struct {
 	// invariant check and before Rename delegates.
 	beforeRead   func(name string)
 	beforeRename func(oldname, newname string)
+	// readFail, when set, may fail a read the way a host that answers
+	// but refuses one file does.
+	readFail func(name string) error
 
 	mu    sync.Mutex
 	reads []string
@@ -313,6 +316,11 @@ func (g *guardFS) ReadFile(ctx context.Context, name string, limit int64) ([]byt
 	g.mu.Unlock()
 	if g.beforeRead != nil {
 		g.beforeRead(name)
+	}
+	if g.readFail != nil {
+		if err := g.readFail(name); err != nil {
+			return nil, transport.FileInfo{}, err
+		}
 	}
 	return g.Local.ReadFile(ctx, name, limit)
 }

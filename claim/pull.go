@@ -437,8 +437,13 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 	case errors.Is(err, transport.ErrTooLarge), errors.Is(err, transport.ErrChanged):
 		p.deferItem(inbox, fi, ReasonChanging) // it changed since it was listed
 		return nil, nil
-	case err != nil:
+	case err != nil && (ctx.Err() != nil || errors.Is(err, transport.ErrBroken)):
 		return nil, fmt.Errorf("read %s: %w", Quote(name), err)
+	case err != nil:
+		// The host answered, and refused this one file: the others go on.
+		p.log.Warn("handoff could not be read; the next run tries again", "host", p.cfg.Host, "name", Quote(name), "err", err)
+		p.deferErr(inbox, fi, ReasonReadFailed, err)
+		return nil, nil
 	}
 	if after.Size != fi.Size || !after.ModTime.Equal(fi.ModTime) || int64(len(data)) != after.Size {
 		p.deferItem(inbox, fi, ReasonChanging)
@@ -586,6 +591,9 @@ func (p *puller) archiveBatch(ctx context.Context, batch []claimed, release func
 			p.log.Warn("archive failed", "host", p.cfg.Host, "name", Quote(path.Join(c.src.Inbox, c.src.Name)), "err", err)
 			p.mu.Lock()
 			p.archiveErrs = append(p.archiveErrs, err)
+			if len(p.report.Unarchived) < MaxItems {
+				p.report.Unarchived = append(p.report.Unarchived, Item{Inbox: c.src.Inbox, Name: c.src.Name, SHA256: c.src.SHA256, Error: clip(err.Error(), maxErrText)})
+			}
 			p.mu.Unlock()
 		}()
 	}
@@ -734,6 +742,7 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 		if ctx.Err() != nil {
 			return err
 		}
+		p.log.Warn("rejected file left in place", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "err", err)
 		item.Error = err.Error()
 	}
 	item.ArchivedAs = as
@@ -767,13 +776,22 @@ func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, 
 // inbox (see run), not per file: an inbox of fresh files is common, and a
 // host must not flood the log.
 func (p *puller) deferItem(inbox string, fi transport.FileInfo, reason string) {
+	p.deferErr(inbox, fi, reason, nil)
+}
+
+// deferErr is deferItem with the error that made the file wait, if any.
+func (p *puller) deferErr(inbox string, fi transport.FileInfo, reason string, err error) {
 	p.mu.Lock()
 	if p.deferred[inbox] == nil {
 		p.deferred[inbox] = map[string]int{}
 	}
 	p.deferred[inbox][reason]++
 	p.mu.Unlock()
-	p.addItem(Item{Inbox: inbox, Name: fi.Name, Size: fi.Size, Result: ResultDeferred, Reason: reason})
+	it := Item{Inbox: inbox, Name: fi.Name, Size: fi.Size, Result: ResultDeferred, Reason: reason}
+	if err != nil {
+		it.Error = err.Error()
+	}
+	p.addItem(it)
 }
 
 // addItem keeps at most MaxItems items in the report and counts the rest,

@@ -547,6 +547,34 @@ func TestPull(t *testing.T) {
 			},
 		},
 		{
+			// No handoff lost, and one file does not cost the host: a file
+			// the host refuses to read (the connection fine) waits in place
+			// for the next run with what the host said, and the others are
+			// stored and archived.
+			name: "a file the host refuses to read is deferred with its error",
+			setup: func(t *testing.T, e *pullEnv) {
+				e.put(t, "a.md", handoff)
+				e.put(t, "bad.md", handoff)
+				e.put(t, "c.md", handoff[:len(handoff)-1])
+				e.fs.readFail = func(name string) error {
+					if filepath.Base(name) == "bad.md" {
+						return &os.PathError{Op: "open", Path: name, Err: errors.New("input/output error")}
+					}
+					return nil
+				}
+			},
+			outcome: "ok", stored: 2,
+			items: []wantItem{{"bad.md", claim.ResultDeferred, claim.ReasonReadFailed, ""}},
+			check: func(t *testing.T, e *pullEnv, rep claim.HostReport) {
+				e.assertStored(t, "a.md", handoff, claim.ProcessedDir)
+				e.assertStored(t, "c.md", handoff[:len(handoff)-1], claim.ProcessedDir)
+				e.assertInPlace(t, "bad.md", handoff)
+				if len(rep.Items) == 1 && !strings.Contains(rep.Items[0].Error, "input/output error") {
+					t.Errorf("deferred item's error %q does not say what the host said", rep.Items[0].Error)
+				}
+			},
+		},
+		{
 			// Nothing moved that is not a plain *.md name.
 			name: "hostile names are reported and left alone",
 			setup: func(t *testing.T, e *pullEnv) {

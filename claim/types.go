@@ -31,6 +31,19 @@ const (
 	ReasonOversize   = "oversize"
 	ReasonChanging   = "changing"
 	ReasonTooYoung   = "too-young"
+	// ReasonReadFailed: the host refused to read the file (permissions,
+	// an I/O error) while the connection stayed up. It is tried again next
+	// run; the item's error says what the host said.
+	ReasonReadFailed = "read-failed"
+)
+
+// Quirks a host's SFTP server was seen to have, as receipts name them.
+const (
+	// QuirkFollowsSymlinks: the server's LSTAT (and so its RENAME and
+	// REMOVE) follows symlinks, so its listing and its LSTAT disagree about
+	// a symlink. Nothing is read, renamed or removed under such a name;
+	// symlinked inboxes, archive directories and entries are left in place.
+	QuirkFollowsSymlinks = "follows-symlinks"
 )
 
 // OptOutMarker is the file whose presence hides a directory tree.
@@ -97,6 +110,11 @@ type HostReport struct {
 	// ItemsDropped counts rejected and deferred files beyond MaxItems.
 	ItemsDropped int `json:"items_dropped,omitempty"`
 	Stored       int `json:"stored"` // sources newly recorded in this pull
+	// Quirks are the Quirk* codes the server was seen to have.
+	Quirks []string `json:"quirks,omitempty"`
+	// Unarchived are stored sources whose archive failed (Inbox, Name
+	// and Error set): they stay in their inbox for the next run.
+	Unarchived []Item `json:"unarchived,omitempty"`
 }
 
 // InboxReport is one inbox as the receipt shows it.

@@ -81,6 +81,9 @@ type Host struct {
 	// ItemsDropped counts rejected and deferred files left out of
 	// handoffs[] because the host had too many.
 	ItemsDropped int `json:"items_dropped,omitempty"`
+	// Quirks are what the host's SFTP server was seen to do that others do
+	// not, as stable codes (see docs/receipts.md), e.g. "follows-symlinks".
+	Quirks []string `json:"quirks,omitempty"`
 }
 
 // Inbox is one inbox of a host.
@@ -110,6 +113,9 @@ type Handoff struct {
 	BeforeSHA256 string `json:"before_sha256"`
 	AfterSHA256  string `json:"after_sha256"`
 	ArchivedAs   string `json:"archived_as"`
+	// Error says what went wrong with this handoff when something did:
+	// its archive rename failed, or it could not be read.
+	Error string `json:"error,omitempty"`
 }
 
 // Notify is the heartbeat ping's result.
