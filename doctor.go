@@ -561,13 +561,21 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts DoctorOptions) 
 				claim.InboxDir, strings.Join(h.Harnesses, ", "))})
 		return out
 	}
+	follows := false
 	for _, in := range inboxes {
-		check(doctorInbox(ctx, fsys, h, in, opts.Now()))
+		c, f := doctorInbox(ctx, fsys, h, in, opts.Now())
+		check(c)
+		follows = follows || f
 		if ctx.Err() != nil {
 			check(Check{Name: "discovery", Status: CheckFail, Message: fmt.Sprintf("timed out after %s", h.Timeout),
 				Hint: "check the network, or raise timeout for this host"})
 			break
 		}
+	}
+	if follows {
+		check(Check{Name: "sftp-server", Status: CheckWarn,
+			Message: "the SFTP server follows symlinks in LSTAT, RENAME and REMOVE (as ProFTPD's mod_sftp does): its symlinked inboxes, archive directories and handoffs are left in place, never pulled or moved",
+			Hint:    "replace those symlinks with real directories and files, or serve SFTP on this host with OpenSSH's sftp-server"})
 	}
 	return out
 }
@@ -604,26 +612,37 @@ func unreachableHint(h manifest.HostConfig, err error, timedOut bool, connect ti
 // or malformed/: <stem>.<sha12>.md.
 var archivedName = regexp.MustCompile(`^.+\.[0-9a-f]{12}\.md$`)
 
-func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, in *claim.Inbox, now time.Time) Check {
+// follows reports that the server was seen to follow symlinks in LSTAT:
+// its listing and its LSTAT disagree about the inbox, an archive
+// directory or a symlinked handoff.
+func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, in *claim.Inbox, now time.Time) (c Check, follows bool) {
 	st := &InboxStatus{Path: in.Path, State: in.State, Pending: len(in.Candidates), Tracked: in.Tracked, Rejected: []string{}}
-	c := Check{Name: "inbox", Status: CheckOK, Inbox: st}
+	c = Check{Name: "inbox", Status: CheckOK, Inbox: st}
 	label := "inbox " + displayName(in.Path)
+	follows = in.FollowsSymlinks
+	for _, f := range in.Candidates {
+		if f.IsSymlink() {
+			if fi, err := fsys.Lstat(ctx, path.Join(in.Path, f.Name)); err == nil && !fi.IsSymlink() {
+				follows = true
+			}
+		}
+	}
 	switch in.State {
 	case claim.StateMissing:
 		c.Status, c.Message = CheckWarn, label+": missing"
 		c.Hint = fmt.Sprintf("create it on %s (mkdir -p %s), or fix or remove it in the manifest's inboxes", h.Name, in.Path)
-		return c
+		return c, follows
 	case claim.StateSymlink:
 		c.Status, c.Message = CheckWarn, label+": is a symlink; never followed, so nothing is pulled from it"
 		c.Hint = "name the real directory in the manifest, or replace the symlink with a directory"
-		return c
+		return c, follows
 	case claim.StateOptedOut:
 		c.Message = label + ": opted out (" + claim.OptOutMarker + ")"
-		return c
+		return c, follows
 	case claim.StateError:
 		c.Status, c.Message = CheckWarn, fmt.Sprintf("%s: cannot be listed: %v", label, in.Err)
 		c.Hint = "make it a directory the ssh user can read"
-		return c
+		return c, follows
 	}
 	var probs, hints []string
 	if in.State == claim.StateGitUnreadable {
@@ -632,7 +651,7 @@ func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 		hints = append(hints, fmt.Sprintf("run `git status` in %s to check its index (or delete a corrupt .git/index and run `git reset`); the inbox is skipped until then", in.Repo))
 	}
 	for _, d := range []string{claim.ProcessedDir, claim.MalformedDir} {
-		ents, err := listArchive(ctx, fsys, path.Join(in.Path, d))
+		ents, err := listArchive(ctx, fsys, path.Join(in.Path, d), in.ArchiveDirs, &follows)
 		if err != nil {
 			c.Status = CheckWarn
 			probs = append(probs, fmt.Sprintf("cannot list %s/: %v", d, err))
@@ -690,18 +709,27 @@ func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 	}
 	c.Message = msg
 	c.Hint = strings.Join(hints, "; ")
-	return c
+	return c, follows
 }
 
 // listArchive lists an archive directory: none yet is empty, and anything
-// but a real directory is an error.
-func listArchive(ctx context.Context, fsys transport.FS, dir string) ([]transport.FileInfo, error) {
+// but a real directory is an error. listed holds what the inbox's listing
+// said of its archive directories (nil: not listed); its type is trusted
+// over an LSTAT, which some servers answer through a symlink (then
+// *follows is set).
+func listArchive(ctx context.Context, fsys transport.FS, dir string, listed map[string]transport.FileInfo, follows *bool) ([]transport.FileInfo, error) {
 	fi, err := fsys.Lstat(ctx, dir)
 	if errors.Is(err, transport.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	if e, ok := listed[path.Base(dir)]; ok && !e.IsDir() {
+		if fi.IsDir() {
+			*follows = true
+		}
+		return nil, errNotDir
 	}
 	if !fi.IsDir() {
 		return nil, errNotDir

@@ -640,3 +640,58 @@ printf '%s\n' "$FAKE_SYSTEMD"
 	os.Remove(filepath.Join(rt, "bus"))
 	drWant(t, drOne(t, e.doctor(), "timer", "timer"), handoff.CheckWarn, "systemd user session not available")
 }
+
+// followFS is the local file system as a server whose LSTAT follows
+// symlinks (ProFTPD's mod_sftp) sees it: LSTAT is stat(2) unless the link
+// dangles; listings report each entry's own type.
+type followFS struct{ transport.Local }
+
+func (followFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return transport.Local{}.Lstat(ctx, name)
+	}
+	return transport.FileInfo{Name: fi.Name(), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime()}, nil
+}
+
+func (followFS) RealPath(ctx context.Context, name string) (string, error) {
+	return filepath.EvalSymlinks(name)
+}
+
+// TestDoctorFollowsSymlinks: doctor names a server whose LSTAT follows
+// symlinks, from a symlinked handoff and a symlinked processed/ whose
+// listing and LSTAT disagree, and counts nothing through the link; on the
+// same tree served honestly it says nothing of the kind.
+func TestDoctorFollowsSymlinks(t *testing.T) {
+	e := newDrEnv(t, "")
+	elsewhere := filepath.Join(e.dir, "elsewhere")
+	os.MkdirAll(elsewhere, 0o755)
+	os.WriteFile(filepath.Join(elsewhere, "a.x.0123456789ab.md"), []byte("x"), 0o644)
+	if err := os.Symlink(elsewhere, filepath.Join(e.inbox, "processed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(e.dir, "outside.txt"), filepath.Join(e.inbox2, "y.md")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.dir, "outside.txt"), []byte("mine"), 0o644)
+	before := drTree(t, e.dir)
+
+	rep := e.doctor(func(o *handoff.DoctorOptions) {
+		o.Dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return followFS{}, nil }
+	})
+	drWant(t, drOne(t, rep, "host canonical", "sftp-server"), handoff.CheckWarn, "follows symlinks")
+	for _, c := range drFind(rep, "host canonical", "inbox") {
+		if c.Inbox.Path == e.inbox {
+			drWant(t, c, handoff.CheckWarn, "cannot list processed/")
+			if c.Inbox.Processed != 0 {
+				t.Errorf("counted %d processed through a symlinked processed/", c.Inbox.Processed)
+			}
+		}
+	}
+	drSameTree(t, "the host after doctor", before, drTree(t, e.dir))
+
+	rep = e.doctor()
+	if cs := drFind(rep, "host canonical", "sftp-server"); len(cs) != 0 {
+		t.Errorf("an honest server reported as following symlinks: %+v", cs)
+	}
+}

@@ -39,6 +39,9 @@ type Inbox struct {
 	// inbox's listing holds (a name not in it was not there); nil when
 	// the inbox was not listed.
 	ArchiveDirs map[string]transport.FileInfo
+	// FollowsSymlinks: the inbox is a symlink (State is StateSymlink)
+	// that the server's LSTAT called a directory.
+	FollowsSymlinks bool
 }
 
 // Discover finds the inboxes of a host: every declared inbox, and every
@@ -78,7 +81,7 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 	declared := make([]*Inbox, len(cfg.Inboxes))
 	for i, p := range cfg.Inboxes {
 		d.spawn(func() error {
-			in, err := declaredInbox(gctx, fsys, expand(p, home))
+			in, err := declaredInbox(gctx, d.l, expand(p, home))
 			if err != nil {
 				return err
 			}
@@ -265,11 +268,12 @@ func expand(p, home string) string {
 
 // declaredInbox checks a declared inbox: it must be a real directory, and
 // neither it, its harness directory nor its repository may opt out.
-func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, error) {
+func declaredInbox(ctx context.Context, l *lister, p string) (*Inbox, error) {
 	in := &Inbox{Path: p, Repo: path.Dir(path.Dir(p)), State: StateOK}
-	// The inbox and the three places a marker may be, in one round trip.
+	// The inbox and the three places a marker may be, in one round trip,
+	// with where the inbox and its parent resolve.
 	markers := []string{path.Join(p, OptOutMarker), path.Join(path.Dir(p), OptOutMarker), path.Join(in.Repo, OptOutMarker)}
-	fis, errs, err := lstatAll(ctx, fsys, append([]string{p}, markers...)...)
+	fis, errs, reals, err := lstatResolve(ctx, l.fsys, append([]string{p}, markers...), []string{p, path.Dir(p)})
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +290,20 @@ func declaredInbox(ctx context.Context, fsys transport.FS, p string) (*Inbox, er
 	case !fi.IsDir():
 		in.State = StateError
 		in.Err = fmt.Errorf("%s is not a directory", p)
+		return in, nil
+	}
+	var want string
+	if reals[1] != "" {
+		want = path.Join(reals[1], path.Base(p))
+	}
+	switch via, err := symlinkedDir(ctx, l, reals[0], want, p); {
+	case err != nil && fatal(ctx, err):
+		return nil, err
+	case err != nil:
+		in.State, in.Err = StateError, err
+		return in, nil
+	case via:
+		in.State, in.FollowsSymlinks = StateSymlink, true
 		return in, nil
 	}
 	for i, err := range markerErrs {
@@ -311,7 +329,8 @@ type walk struct {
 	isHarness map[string]bool
 	visited   atomic.Int64
 
-	rootOK bool // the root is a real directory
+	rootOK   bool   // the root is a real directory
+	rootReal string // where the host resolves the root; "" when unknown
 
 	mu    sync.Mutex
 	found []found
@@ -325,8 +344,21 @@ type found struct {
 
 func (w *walk) start() error {
 	ctx := w.d.ctx
+	// Where the root and its parent resolve, asked with the root's
+	// lstat: the inboxes below are checked against it (symlinks.go).
+	var reals []string
+	resolved := make(chan struct{})
+	go func() {
+		defer close(resolved)
+		_, _, reals, _ = lstatResolve(ctx, w.d.l.fsys, nil, []string{w.root, path.Dir(w.root)})
+	}()
 	if w.maxDepth == 0 {
-		if err := w.checkRoot(w.d.l.fsys.Lstat(ctx, w.root)); err != nil || !w.rootOK {
+		fi, err := w.d.l.fsys.Lstat(ctx, w.root)
+		<-resolved
+		if err := w.checkRoot(fi, err); err != nil || !w.rootOK {
+			return err
+		}
+		if err := w.checkRootReal(reals); err != nil {
 			return err
 		}
 		return w.leaf(w.root, nil)
@@ -346,10 +378,33 @@ func (w *walk) start() error {
 	}()
 	fi, err := w.d.l.fsys.Lstat(ctx, w.root)
 	<-listed
+	<-resolved
 	if err := w.checkRoot(fi, err); err != nil || !w.rootOK {
 		return err
 	}
+	if err := w.checkRootReal(reals); err != nil {
+		return err
+	}
 	return w.listed(w.root, nil, ents, listErr)
+}
+
+// checkRootReal refuses a root that LSTAT called a directory but that is
+// a symlink (a server whose LSTAT follows them), and keeps where the root
+// resolves for the inboxes below.
+func (w *walk) checkRootReal(reals []string) error {
+	if reals[0] == "" || reals[1] == "" || w.root == "/" {
+		return nil
+	}
+	via, err := symlinkedDir(w.d.ctx, w.d.l, reals[0], path.Join(reals[1], path.Base(w.root)), w.root)
+	if err != nil {
+		return fmt.Errorf("discovery root %s: %w", w.root, err)
+	}
+	if via {
+		w.rootOK = false
+		return fmt.Errorf("discovery root %s is a symlink, which this server's LSTAT follows (symlinks are never followed; name the real path)", w.root)
+	}
+	w.rootReal = reals[0]
+	return nil
 }
 
 // checkRoot judges the root's lstat: rootOK if it is a real directory; a
@@ -405,7 +460,7 @@ func (w *walk) listed(dir string, key []string, ents []transport.FileInfo, err e
 		child := append(slices.Clip(key), e.Name)
 		if w.isHarness[e.Name] {
 			w.d.spawn(func() error {
-				if in := harnessInbox(ctx, w.d.l.fsys, dir, e); in != nil {
+				if in := w.harnessInbox(ctx, dir, e); in != nil {
 					w.found1(depth, child, in)
 				}
 				return nil
@@ -472,7 +527,7 @@ func (w *walk) leaf(dir string, key []string) error {
 		if i == len(present) {
 			own.fis, own.errs, own.err = lstatAll(ctx, fsys, path.Join(dir, OptOutMarker), path.Join(dir, ".git"), path.Join(dir, ".git", "index"))
 		} else {
-			ins[i] = harnessInbox(ctx, fsys, dir, present[i])
+			ins[i] = w.harnessInbox(ctx, dir, present[i])
 		}
 		return nil
 	}); err != nil {
@@ -513,7 +568,7 @@ func (w *walk) found1(depth int, key []string, in *Inbox) {
 
 // harnessInbox returns the inbox under a harness directory entry, or nil if
 // the harness directory holds none.
-func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness transport.FileInfo) *Inbox {
+func (w *walk) harnessInbox(ctx context.Context, repo string, harness transport.FileInfo) *Inbox {
 	p := path.Join(repo, harness.Name, InboxDir)
 	in := &Inbox{Path: p, Repo: repo, State: StateOK}
 	if harness.IsSymlink() {
@@ -524,8 +579,8 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 		return nil
 	}
 	// Both questions in one round trip: is there an opt-out marker, and
-	// what is the inbox.
-	fis, errs, err := lstatAll(ctx, fsys, path.Join(repo, harness.Name, OptOutMarker), p)
+	// what is the inbox; and where the inbox resolves.
+	fis, errs, reals, err := lstatResolve(ctx, w.d.l.fsys, []string{path.Join(repo, harness.Name, OptOutMarker), p}, []string{p})
 	if err != nil {
 		in.State, in.Err = StateError, err
 		return in
@@ -548,6 +603,21 @@ func harnessInbox(ctx context.Context, fsys transport.FS, repo string, harness t
 		in.State = StateSymlink
 	case !fi.IsDir():
 		return nil
+	default:
+		// Every directory above the repository's was typed by a listing;
+		// the harness directory may have been typed by LSTAT alone (at
+		// max_depth), and the inbox was.
+		var want string
+		if w.rootReal != "" {
+			want = path.Join(w.rootReal, strings.TrimPrefix(p, w.root))
+		}
+		via, err := symlinkedDir(ctx, w.d.l, reals[0], want, path.Join(repo, harness.Name), p)
+		switch {
+		case err != nil:
+			in.State, in.Err = StateError, err
+		case via:
+			in.State, in.FollowsSymlinks = StateSymlink, true
+		}
 	}
 	return in
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path"
 	"slices"
@@ -89,6 +90,7 @@ type puller struct {
 	archiveErrs []error
 	dirs        map[string]bool // archive directories known to exist
 	absent      map[string]bool // archive directories the inbox's listing did not hold
+	notDirs     map[string]bool // archive names the inbox's listing showed as something else
 	scanned     int             // inboxes discovered and listed, set before the pipeline starts
 }
 
@@ -104,6 +106,14 @@ func (o *openLimit) ReadFile(ctx context.Context, name string, limit int64) ([]b
 	}
 	defer o.sem.Release(1)
 	return o.FS.ReadFile(ctx, name, limit)
+}
+
+// RealPath is the underlying transport's, if it has one.
+func (o *openLimit) RealPath(ctx context.Context, name string) (string, error) {
+	if r, ok := o.FS.(transport.Resolver); ok {
+		return r.RealPath(ctx, name)
+	}
+	return "", errors.ErrUnsupported
 }
 
 // ReadContent is the underlying transport's, if it has one, else ReadFile;
@@ -130,9 +140,12 @@ func (p *puller) run(ctx context.Context) error {
 	}
 	p.log.Debug("discovered", "host", p.cfg.Host, "inboxes", len(inboxes), "took", time.Since(began))
 	p.deferred = map[string]map[string]int{}
-	p.dirs, p.absent = map[string]bool{}, map[string]bool{}
+	p.dirs, p.absent, p.notDirs = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var work []*Inbox
 	for _, in := range inboxes {
+		if in.FollowsSymlinks {
+			p.quirk(QuirkFollowsSymlinks)
+		}
 		// What the inbox's listing said of its archive directories
 		// spares asking again (one round trip per inbox).
 		if in.ArchiveDirs != nil {
@@ -143,6 +156,8 @@ func (p *puller) run(ctx context.Context) error {
 					p.absent[d] = true
 				case fi.IsDir():
 					p.dirs[d] = true
+				default:
+					p.notDirs[d] = true
 				}
 			}
 		}
@@ -673,10 +688,18 @@ func (p *puller) archive(ctx context.Context, c *claimed) error {
 // has since gone fails and is retried by the next run).
 func (p *puller) ensureDir(ctx context.Context, dir string) error {
 	p.mu.Lock()
-	known, absent := p.dirs[dir], p.absent[dir]
+	known, absent, notDir := p.dirs[dir], p.absent[dir], p.notDirs[dir]
 	p.mu.Unlock()
 	if known {
 		return nil
+	}
+	if notDir {
+		// The listing says what it is; an LSTAT that follows symlinks
+		// could call a symlink a directory. Nothing is written through it.
+		if fi, err := p.fsys.Lstat(ctx, dir); err == nil && fi.IsDir() {
+			p.quirk(QuirkFollowsSymlinks)
+		}
+		return fmt.Errorf("%s is not a directory (a symlink or file is in the way; remove it)", Quote(dir))
 	}
 	if err := ensureDir(ctx, p.fsys, dir, absent); err != nil {
 		return err
@@ -737,6 +760,22 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 		p.addItem(item)
 		return nil
 	}
+	if !fi.IsRegular() {
+		// Moved only if LSTAT agrees with the listing: a server whose
+		// LSTAT follows symlinks renames what a symlink points to.
+		switch now, err := p.fsys.Lstat(ctx, path.Join(inbox, fi.Name)); {
+		case err != nil && (ctx.Err() != nil || errors.Is(err, transport.ErrBroken)):
+			return err
+		case err == nil && now.Mode.Type() != fi.Mode.Type():
+			if fi.IsSymlink() {
+				p.quirk(QuirkFollowsSymlinks)
+			}
+			item.Error = fmt.Sprintf("left in place: the host's listing says %s, its lstat %s; it follows symlinks, so moving the name could move what it points to", kindOf(fi.Mode), kindOf(now.Mode))
+			p.log.Warn("rejected file left in place", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "err", item.Error)
+			p.addItem(item)
+			return nil
+		}
+	}
 	as, err := p.moveRejected(ctx, inbox, fi.Name)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -770,6 +809,34 @@ func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, 
 		}
 	}
 	return "", fmt.Errorf("move %s into malformed/: 100 names taken", Quote(name))
+}
+
+// quirk records that the host's server was seen to have q.
+func (p *puller) quirk(q string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !slices.Contains(p.report.Quirks, q) {
+		p.report.Quirks = append(p.report.Quirks, q)
+	}
+}
+
+// kindOf names a file type for messages.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // deferItem leaves a file for a later run. Deferrals are logged once per

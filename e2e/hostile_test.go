@@ -37,11 +37,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -684,6 +686,23 @@ func hostileLieFstat(n *hostile.Node, size int64, mode fs.FileMode) *hostile.Nod
 
 // hostileRejectedUnread asserts a file was rejected as not-regular, never read,
 // and moved unread into malformed/ under its own name.
+// hostileReadFailed checks that name was deferred as read-failed with the
+// host's error, nothing of it stored, and the honest handoff beside it
+// pulled.
+func hostileReadFailed(name string) func(t *testing.T, x *hostileX) {
+	return func(t *testing.T, x *hostileX) {
+		x.item(name, "deferred", "read-failed", "")
+		if h := x.handoffs[name]; h.Error == "" {
+			t.Errorf("%s: deferred without the host's error", name)
+		}
+		if _, ok := x.raw.Snapshot()[hostileInbox+"/"+name]; !ok {
+			t.Errorf("%s left its inbox", name)
+		}
+		x.routed(hostileZGood)
+		x.archived(hostileZGood)
+	}
+}
+
 func hostileRejectedUnread(name string) func(t *testing.T, x *hostileX) {
 	return func(t *testing.T, x *hostileX) {
 		x.item(name, "rejected", "not-regular", "malformed/"+name)
@@ -1062,6 +1081,171 @@ var hostileCases = []hostileCase{
 		},
 	},
 	{
+		// A server whose LSTAT, RENAME and REMOVE follow symlinks (as
+		// ProFTPD's mod_sftp does). Invariant: nothing outside the inbox
+		// is read, renamed or removed; the symlinked entries are left in
+		// place and the host is reported as following symlinks.
+		name: "follows-symlinks",
+		vfs: func(x *hostileX) {
+			x.vfs.FollowSymlinks = true
+			x.good("good.md")
+			x.vfs.Add(hostileHome+"/outside.txt", hostile.File("the login's own file\n"))
+			x.vfs.Add("/etc/passwd", hostile.File("root:x:0:0::/root:/bin/sh\n"))
+			x.vfs.Add(path.Join(hostileInbox, "y.md"), hostile.Symlink(hostileHome+"/outside.txt"))
+			x.vfs.Add(path.Join(hostileInbox, "x.md"), hostile.Symlink("/etc/passwd"))
+		},
+		host: "ok",
+		check: func(t *testing.T, x *hostileX) {
+			x.routed("good.md")
+			x.archived("good.md")
+			for name, target := range map[string]string{"y.md": hostileHome + "/outside.txt", "x.md": "/etc/passwd"} {
+				x.item(name, "rejected", "symlink", "")
+				if h := x.handoffs[name]; !strings.Contains(h.Error, "follows symlinks") {
+					t.Errorf("%s: error %q does not say the server follows symlinks", name, h.Error)
+				}
+				if n := x.vfs.Node(path.Join(hostileInbox, name)); n == nil || n.Target != target {
+					t.Errorf("%s is no longer the symlink in the inbox", name)
+				}
+				if n := x.vfs.Node(target); n == nil || n.Opens() != 0 {
+					t.Errorf("%s (what %s points to) was moved or opened", target, name)
+				}
+				for _, r := range x.vfs.Requests() {
+					if strings.HasPrefix(r, "Rename "+path.Join(hostileInbox, name)+" ") || strings.HasPrefix(r, "Remove "+path.Join(hostileInbox, name)) {
+						t.Errorf("the client asked the server to %s", r)
+					}
+				}
+			}
+			if !slices.Contains(x.host.Quirks, claim.QuirkFollowsSymlinks) {
+				t.Errorf("host quirks %q lack %q", x.host.Quirks, claim.QuirkFollowsSymlinks)
+			}
+		},
+	},
+	{
+		// The same entries on a server whose LSTAT is lstat(2): the
+		// symlinks are moved into malformed/ as links, their targets
+		// untouched, and no quirk is reported.
+		name: "symlinks-honest-server",
+		vfs: func(x *hostileX) {
+			x.good("good.md")
+			x.vfs.Add(hostileHome+"/outside.txt", hostile.File("the login's own file\n"))
+			x.vfs.Add(path.Join(hostileInbox, "y.md"), hostile.Symlink(hostileHome+"/outside.txt"))
+		},
+		host: "ok",
+		check: func(t *testing.T, x *hostileX) {
+			x.routed("good.md")
+			x.item("y.md", "rejected", "symlink", "malformed/y.md")
+			if n := x.vfs.Node(path.Join(hostileInbox, "malformed/y.md")); n == nil || n.Target != hostileHome+"/outside.txt" {
+				t.Errorf("malformed/y.md is not the link")
+			}
+			if n := x.vfs.Node(hostileHome + "/outside.txt"); n == nil || n.Opens() != 0 {
+				t.Errorf("the link's target was moved or opened")
+			}
+			if len(x.host.Quirks) != 0 {
+				t.Errorf("quirks %q reported for an honest server", x.host.Quirks)
+			}
+		},
+	},
+	{
+		// A symlinked inbox on a server whose LSTAT calls it a directory:
+		// it is reported as a symlink, and nothing it points to is read or
+		// moved.
+		name: "follows-symlinks-inbox",
+		vfs: func(x *hostileX) {
+			x.vfs.FollowSymlinks = true
+			x.vfs.Add(hostileHome+"/elsewhere/a.md", hostile.File(docHandoff("rules/x.md", "- elsewhere")))
+			x.vfs.Add(hostileInbox, hostile.Symlink(hostileHome+"/elsewhere"))
+		},
+		host: "ok",
+		check: func(t *testing.T, x *hostileX) {
+			if in := x.inbox(); in.State != "symlink" {
+				t.Errorf("inbox state %q, want symlink", in.State)
+			}
+			if n := x.vfs.Node(hostileHome + "/elsewhere/a.md"); n == nil || n.Opens() != 0 {
+				t.Errorf("a handoff behind the symlinked inbox was moved or opened")
+			}
+			if len(x.handoffs) != 0 {
+				t.Errorf("entries for a symlinked inbox: %s", x.entries())
+			}
+			if !slices.Contains(x.host.Quirks, claim.QuirkFollowsSymlinks) {
+				t.Errorf("host quirks %q lack %q", x.host.Quirks, claim.QuirkFollowsSymlinks)
+			}
+		},
+	},
+	{
+		// A symlinked processed/ on a server whose LSTAT calls it a
+		// directory: nothing is written through it. The handoff is stored
+		// and applied once; its archive waits for a person to fix the
+		// inbox.
+		name: "follows-symlinks-processed",
+		vfs: func(x *hostileX) {
+			x.vfs.FollowSymlinks = true
+			x.good("good.md")
+			x.vfs.Add(hostileHome+"/pdir", hostile.Dir())
+			x.vfs.Add(path.Join(hostileInbox, "processed"), hostile.Symlink(hostileHome+"/pdir"))
+		},
+		host:   "error",
+		errHas: []string{"stored but not archived", "not a directory"},
+		check: func(t *testing.T, x *hostileX) {
+			x.routed("good.md")
+			if x.vfs.Node(path.Join(hostileInbox, "good.md")) == nil {
+				t.Errorf("good.md left its inbox")
+			}
+			for _, p := range x.vfs.Paths() {
+				if strings.HasPrefix(p, hostileHome+"/pdir/") {
+					t.Errorf("%s written through the symlinked processed/", p)
+				}
+			}
+			if h := x.handoffs["good.md"]; !strings.Contains(h.Error, "not a directory") {
+				t.Errorf("good.md's entry error %q does not say why it was not archived", h.Error)
+			}
+			if !slices.Contains(x.host.Quirks, claim.QuirkFollowsSymlinks) {
+				t.Errorf("host quirks %q lack %q", x.host.Quirks, claim.QuirkFollowsSymlinks)
+			}
+		},
+	},
+	{
+		// Discovery on a server whose LSTAT follows symlinks: below a
+		// root walked to max_depth 2, a repository at the last level whose
+		// harness directory is a symlink, and one whose inbox is. Both are
+		// reported as symlinks and nothing behind them is read or moved;
+		// the real repository beside them is pulled as usual.
+		name: "follows-symlinks-discovery",
+		root: hostileHome + "/tree",
+		vfs: func(x *hostileX) {
+			x.vfs.FollowSymlinks = true
+			tree := hostileHome + "/tree/g"
+			x.goods["r.md"] = docHandoff("rules/hostile.md", "- real")
+			x.vfs.Add(tree+"/real/.claude/memory-handoffs/r.md", hostile.File(x.goods["r.md"]))
+			x.vfs.Add(hostileHome+"/elsewhere/memory-handoffs/h.md", hostile.File(docHandoff("rules/hostile.md", "- behind a harness link")))
+			x.vfs.Add(tree+"/harness/.claude", hostile.Symlink(hostileHome+"/elsewhere"))
+			x.vfs.Add(hostileHome+"/elsewhere2/i.md", hostile.File(docHandoff("rules/hostile.md", "- behind an inbox link")))
+			x.vfs.Add(tree+"/inbox/.claude", hostile.Dir())
+			x.vfs.Add(tree+"/inbox/.claude/memory-handoffs", hostile.Symlink(hostileHome+"/elsewhere2"))
+		},
+		host: "ok",
+		check: func(t *testing.T, x *hostileX) {
+			states := map[string]string{}
+			for _, in := range x.host.Inboxes {
+				states[strings.TrimPrefix(in.Path, hostileHome+"/tree/g/")] = in.State
+			}
+			want := map[string]string{"real/.claude/memory-handoffs": "ok", "harness/.claude/memory-handoffs": "symlink", "inbox/.claude/memory-handoffs": "symlink"}
+			if !maps.Equal(states, want) {
+				t.Errorf("inbox states %v, want %v", states, want)
+			}
+			if h := x.handoffs["r.md"]; h.Result != "routed" {
+				t.Errorf("r.md: %+v, want routed", h)
+			}
+			for _, p := range []string{hostileHome + "/elsewhere/memory-handoffs/h.md", hostileHome + "/elsewhere2/i.md"} {
+				if n := x.vfs.Node(p); n == nil || n.Opens() != 0 {
+					t.Errorf("%s, behind a symlink, was moved or opened", p)
+				}
+			}
+			if !slices.Contains(x.host.Quirks, claim.QuirkFollowsSymlinks) {
+				t.Errorf("host quirks %q lack %q", x.host.Quirks, claim.QuirkFollowsSymlinks)
+			}
+		},
+	},
+	{
 		// Size 2^64-16: int64 -16 once decoded.
 		name: "negative-size",
 		vfs: func(x *hostileX) {
@@ -1245,8 +1429,11 @@ var hostileCases = []hostileCase{
 				return nil
 			}
 		},
-		host:   "error",
-		errHas: []string{"lie.md"},
+		// A malformed reply to one file's request is that file's
+		// failure: it waits, unstored, and the rest of the host is
+		// pulled (the session itself is intact).
+		host:  "ok",
+		check: hostileReadFailed("lie.md"),
 	},
 	{
 		name: "raw-ext-count",
@@ -1268,8 +1455,11 @@ var hostileCases = []hostileCase{
 				return nil
 			}
 		},
-		host:   "error",
-		errHas: []string{"ext.md"},
+		// A malformed reply to one file's request is that file's
+		// failure: it waits, unstored, and the rest of the host is
+		// pulled (the session itself is intact).
+		host:  "ok",
+		check: hostileReadFailed("ext.md"),
 	},
 	{
 		// STATUS replies cut after the request id: no code, no message.
@@ -1284,8 +1474,11 @@ var hostileCases = []hostileCase{
 				return nil
 			}
 		},
-		host:   "error",
-		errHas: []string{"trunc.md"},
+		// A malformed reply to one file's request is that file's
+		// failure: it waits, unstored, and the rest of the host is
+		// pulled (the session itself is intact).
+		host:  "ok",
+		check: hostileReadFailed("trunc.md"),
 	},
 	{
 		// The same for the RENAME that archives a stored handoff.

@@ -122,6 +122,15 @@ type ListedReader interface {
 	ReadListed(ctx context.Context, name string, listed FileInfo, limit int64) ([]byte, FileInfo, error)
 }
 
+// Resolver is implemented by transports whose host can resolve a path
+// (SFTP's REALPATH, realpath(3) on the host): the absolute path with
+// every symlink followed. Discovery uses it to notice a server whose LSTAT
+// follows symlinks, which its other answers cannot show: where a path
+// resolves elsewhere than it should, a symlink is on the way.
+type Resolver interface {
+	RealPath(ctx context.Context, name string) (string, error)
+}
+
 // ReadContent reads name for comparison with bytes the caller holds (or
 // with a checksum the content carries): with fsys's ReadContent when it
 // has one, else with ReadFile.

@@ -47,6 +47,10 @@ type Node struct {
 	// need not exist (names with "/" or NUL cannot).
 	Extra []os.FileInfo
 
+	// Target, for a node of mode fs.ModeSymlink, is the absolute path it
+	// points to (see Symlink). A symlink without one is never followed.
+	Target string
+
 	served atomic.Int64 // bytes READ served
 	reads  atomic.Int64 // READ replies with data
 	opens  atomic.Int64 // OPEN requests
@@ -59,6 +63,11 @@ func File(data string) *Node {
 
 // Dir is a directory of mode 0700.
 func Dir() *Node { return &Node{Mode: fs.ModeDir | 0o700, ModTime: Past} }
+
+// Symlink is a symbolic link to the absolute path target.
+func Symlink(target string) *Node {
+	return &Node{Mode: fs.ModeSymlink | 0o777, Size: int64(len(target)), ModTime: Past, Target: target}
+}
 
 // Served reports how many bytes READ has served from the node.
 func (n *Node) Served() int64 { return n.served.Load() }
@@ -102,9 +111,17 @@ type VFS struct {
 	// Lstat, when set, sees every LSTAT first; handled means err (or the
 	// node) is the answer.
 	Lstat func(p string) (fi os.FileInfo, handled bool, err error)
-	mu    sync.Mutex
-	nodes map[string]*Node
-	log   []string // requests, "METHOD path"
+	// FollowSymlinks makes LSTAT, RENAME and REMOVE follow a symlink in
+	// the last component too, as ProFTPD's mod_sftp does: LSTAT reports
+	// what a link points to (a dangling link as itself), RENAME and
+	// REMOVE act on it. Listings still report each entry's own type.
+	// Either way OPEN, OPENDIR and REALPATH follow symlinks, and every
+	// request follows them in the components before the last, as any
+	// server on a POSIX file system does.
+	FollowSymlinks bool
+	mu             sync.Mutex
+	nodes          map[string]*Node
+	log            []string // requests, "METHOD path"
 }
 
 // NewVFS returns a tree holding only "/" and home (and its parents).
@@ -126,6 +143,36 @@ func (v *VFS) Add(p string, n *Node) *Node {
 	}
 	v.nodes[p] = n
 	return n
+}
+
+// resolve returns the path p names once its symlinks are followed: those
+// before the last component always, the last one too with final. A path
+// that cannot be resolved (a dangling link, a loop) is returned as far as
+// it got.
+func (v *VFS) resolve(p string, final bool) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.resolveLocked(path.Clean(p), final, 0)
+}
+
+func (v *VFS) resolveLocked(p string, final bool, depth int) string {
+	if p == "/" || depth > 40 {
+		return p
+	}
+	parent := v.resolveLocked(path.Dir(p), true, depth+1)
+	cur := path.Join(parent, path.Base(p))
+	if !final {
+		return cur
+	}
+	n := v.nodes[cur]
+	if n == nil || n.Mode&fs.ModeSymlink == 0 || n.Target == "" {
+		return cur
+	}
+	next := v.resolveLocked(path.Clean(n.Target), true, depth+1)
+	if _, ok := v.nodes[next]; !ok {
+		return cur // dangling: the link itself
+	}
+	return next
 }
 
 // Node returns the node at p, or nil.
@@ -198,7 +245,7 @@ var (
 
 func (s *session) Fileread(r *sftp.Request) (io.ReaderAt, error) {
 	s.v.record("Open", r.Filepath)
-	n := s.v.Node(r.Filepath)
+	n := s.v.Node(s.v.resolve(r.Filepath, true))
 	if n == nil {
 		return nil, os.ErrNotExist
 	}
@@ -224,7 +271,7 @@ func (s *session) Filecmd(r *sftp.Request) error {
 				return err
 			}
 		}
-		return v.move(r.Filepath, r.Target)
+		return v.move(v.resolve(r.Filepath, v.FollowSymlinks), v.resolve(r.Target, false))
 	case "Mkdir":
 		v.record("Mkdir", r.Filepath)
 		v.mu.Lock()
@@ -240,9 +287,9 @@ func (s *session) Filecmd(r *sftp.Request) error {
 		return nil
 	case "Remove", "Rmdir":
 		v.record("Remove", r.Filepath)
+		p := v.resolve(r.Filepath, v.FollowSymlinks)
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		p := path.Clean(r.Filepath)
 		if _, ok := v.nodes[p]; !ok {
 			return os.ErrNotExist
 		}
@@ -295,7 +342,8 @@ func (s *session) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 	switch r.Method {
 	case "List":
 		v.record("List", r.Filepath)
-		n := v.Node(r.Filepath)
+		dir := v.resolve(r.Filepath, true)
+		n := v.Node(dir)
 		if n == nil {
 			return nil, os.ErrNotExist
 		}
@@ -305,10 +353,10 @@ func (s *session) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 		if n.List != nil {
 			return listFunc(n.List), nil
 		}
-		return listerAt(v.children(r.Filepath, n)), nil
+		return listerAt(v.children(dir, n)), nil
 	case "Stat": // STAT, and FSTAT on an open handle
 		v.record("Fstat", r.Filepath)
-		n := v.Node(r.Filepath)
+		n := v.Node(v.resolve(r.Filepath, true))
 		if n == nil {
 			return nil, os.ErrNotExist
 		}
@@ -333,7 +381,7 @@ func (s *session) Lstat(r *sftp.Request) (sftp.ListerAt, error) {
 			return listerAt{fi}, nil
 		}
 	}
-	n := v.Node(r.Filepath)
+	n := v.Node(v.resolve(r.Filepath, v.FollowSymlinks))
 	if n == nil {
 		return nil, os.ErrNotExist
 	}
@@ -347,7 +395,7 @@ func (s *session) RealPath(p string) (string, error) {
 	if !path.IsAbs(p) {
 		p = path.Join(s.v.Home, p)
 	}
-	return path.Clean(p), nil
+	return s.v.resolve(p, true), nil
 }
 
 // children lists a directory: its nodes by name, then its Extra entries.

@@ -222,6 +222,23 @@ func (f *FS) Home(ctx context.Context) (string, error) {
 	return path.Clean(home), nil
 }
 
+var _ transport.Resolver = (*FS)(nil)
+
+// RealPath asks the server to resolve name (REALPATH): the absolute path
+// with its symlinks followed, as the server sees it.
+func (f *FS) RealPath(ctx context.Context, name string) (string, error) {
+	var real string
+	err := f.call(ctx, func() error {
+		var err error
+		real, err = f.sftp.RealPath(name)
+		return err
+	})
+	if err != nil {
+		return "", opErr("realpath", name, err)
+	}
+	return real, nil
+}
+
 // Lstat describes name without following a final symlink.
 func (f *FS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
 	var fi transport.FileInfo
