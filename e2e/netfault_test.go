@@ -365,11 +365,13 @@ func nfCalibrate(t *testing.T, srv *sshdtest.Server) nfCalibration {
 		t.Skip(msg)
 	}
 	cal.listing = listing
-	// The replies before the first directory read: the root's lstat and
-	// opendir, and before them the SFTP version packet that ends Dial. The
-	// client sends the lstat and the opendir together, so their replies
-	// may share a read or even one SSH packet; the version packet, which
-	// the client waits for, is a chunk of its own.
+	// The replies before the first directory read: the answer to the
+	// limits@openssh.com request sent as the session starts, the root's
+	// lstat, opendir and the two realpaths asked with them, and before
+	// them the SFTP version packet that ends Dial. The client sends these
+	// requests together, so their replies may share a read or even one SSH
+	// packet; the version packet, which the client waits for, is a chunk
+	// of its own.
 	k := -1
 	for i, ch := range down {
 		if start(ch) == listing {
@@ -379,16 +381,22 @@ func nfCalibrate(t *testing.T, srv *sshdtest.Server) nfCalibration {
 	if k < 5 {
 		t.Fatalf("calibration: no chunk starts at the listing (%d): %+v", listing, down)
 	}
-	// OpenSSH's version packet lists its extensions (hundreds of bytes);
-	// the replies after it are short, in one or two chunks. Anything else
-	// means the client's first SFTP requests changed: update this phase
-	// map.
-	v := k - 1
-	for v > 0 && down[v].N < 200 {
-		v--
+	// OpenSSH's version packet lists its extensions (over 300 bytes once
+	// encrypted), and the client answers it at once (limits@openssh.com,
+	// then the root's lstat, opendir and realpaths): the bytes sent up
+	// grow before the next chunk down. The replies after it are short,
+	// alone or a few to a chunk, the last of them right before the
+	// listing. Anything else means the client's first SFTP requests
+	// changed: update this phase map.
+	v := -1
+	for i := k - 2; i >= max(0, k-8); i-- {
+		if down[i].N >= 300 && down[i+1].Up > down[i].Up {
+			v = i
+			break
+		}
 	}
-	if n := k - 1 - v; down[v].N < 200 || n < 1 || n > 2 {
-		t.Fatalf("calibration: the replies before the first listing are not version, lstat and opendir: %+v", down[v:k+1])
+	if n := k - 1 - v; v < 0 || n < 1 || n > 5 {
+		t.Fatalf("calibration: the replies before the first listing are not version, limits, lstat, opendir and realpaths: %+v", down[max(0, k-6):k+1])
 	}
 	cal.afterDial = start(down[v+1])
 	cal.sftpStart = start(down[v]) + int64(down[v].N)/2
