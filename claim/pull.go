@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"path"
 	"slices"
@@ -770,7 +769,7 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 			if fi.IsSymlink() {
 				p.quirk(QuirkFollowsSymlinks)
 			}
-			item.Error = fmt.Sprintf("left in place: the host's listing says %s, its lstat %s; it follows symlinks, so moving the name could move what it points to", kindOf(fi.Mode), kindOf(now.Mode))
+			item.Error = fmt.Sprintf("left in place: the host's listing says %s, its lstat %s; it follows symlinks, so moving the name could move what it points to", transport.Kind(fi.Mode), transport.Kind(now.Mode))
 			p.log.Warn("rejected file left in place", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "err", item.Error)
 			p.addItem(item)
 			return nil
@@ -818,25 +817,6 @@ func (p *puller) quirk(q string) {
 	if !slices.Contains(p.report.Quirks, q) {
 		p.report.Quirks = append(p.report.Quirks, q)
 	}
-}
-
-// kindOf names a file type for messages.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "regular file"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 // deferItem leaves a file for a later run. Deferrals are logged once per

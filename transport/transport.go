@@ -39,6 +39,26 @@ type FileInfo struct {
 	ModTime time.Time
 }
 
+// Kind names a file type for messages: "regular file", "directory",
+// "symlink", "named pipe", "socket", "device" or "special file".
+func Kind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
 // IsRegular reports whether the entry is a plain file.
 func (fi FileInfo) IsRegular() bool { return fi.Mode.IsRegular() }
 

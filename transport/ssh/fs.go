@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -391,7 +390,7 @@ func (f *FS) readFile(name string, limit int64) ([]byte, transport.FileInfo, err
 // a regular file, and reads it.
 func (f *FS) readOpened(name string, before transport.FileInfo, limit int64) ([]byte, transport.FileInfo, error) {
 	if !before.IsRegular() {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w (a %s)", transport.ErrNotRegular, kind(before.Mode))
+		return nil, transport.FileInfo{}, fmt.Errorf("%w (a %s)", transport.ErrNotRegular, transport.Kind(before.Mode))
 	}
 	if before.Size > limit || before.Size < 0 {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, before.Size, limit)
@@ -402,7 +401,7 @@ func (f *FS) readOpened(name string, before transport.FileInfo, limit int64) ([]
 	}
 	defer f.closeFile(file)
 	if !opened.Mode().IsRegular() {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, kind(opened.Mode()))
+		return nil, transport.FileInfo{}, fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, transport.Kind(opened.Mode()))
 	}
 	if opened.Size() != before.Size || !opened.ModTime().Equal(before.ModTime) {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, before.Size, opened.Size())
@@ -443,7 +442,7 @@ func (f *FS) ReadContent(ctx context.Context, name string, limit int64) ([]byte,
 			return err
 		}
 		if !fi.IsRegular() {
-			return fmt.Errorf("%w (a %s)", transport.ErrNotRegular, kind(fi.Mode))
+			return fmt.Errorf("%w (a %s)", transport.ErrNotRegular, transport.Kind(fi.Mode))
 		}
 		if fi.Size > limit || fi.Size < 0 {
 			return fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, fi.Size, limit)
@@ -779,25 +778,6 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
-}
-
-// kind names a file type for messages.
-func kind(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "regular file"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 func fromOS(fi os.FileInfo) transport.FileInfo {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/handoff-sync/handoff/internal/hostile"
-	"github.com/handoff-sync/handoff/internal/sshdtest"
 )
 
 // wireCount sits on the SFTP stream between an FS and a server and counts
@@ -116,23 +114,7 @@ func startCounted(t *testing.T, serve func(t *testing.T, in io.Reader, out io.Wr
 // greenEndServer serves the real file system with the Green End SFTP
 // server (Debian's gesftpserver), which keeps at most 128 handles open.
 func greenEndServer(t *testing.T) func(t *testing.T, in io.Reader, out io.WriteCloser) {
-	const bin = "/usr/libexec/gesftpserver"
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv(sshdtest.RequiredEnv) != "" {
-			t.Fatalf("%s: %v (install gesftpserver)", bin, err)
-		}
-		t.Skipf("%s: %v (install gesftpserver)", bin, err)
-	}
-	return func(t *testing.T, in io.Reader, out io.WriteCloser) {
-		cmd := exec.Command(bin)
-		cmd.Stdin, cmd.Stdout = in, out
-		if err := cmd.Start(); err != nil {
-			t.Error(err)
-			return
-		}
-		cmd.Wait()
-		out.Close()
-	}
+	return execServer(t, "/usr/libexec/gesftpserver", "gesftpserver")
 }
 
 // rawServer serves r over the stream.

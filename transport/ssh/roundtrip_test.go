@@ -113,12 +113,18 @@ func pkgSFTPServer(t *testing.T, in io.Reader, out io.WriteCloser) {
 // openSSHServer serves the real file system with OpenSSH's sftp-server,
 // the program behind every OpenSSH host's "sftp" subsystem.
 func openSSHServer(t *testing.T) func(t *testing.T, in io.Reader, out io.WriteCloser) {
-	const bin = "/usr/lib/openssh/sftp-server"
+	return execServer(t, "/usr/lib/openssh/sftp-server", "openssh-sftp-server")
+}
+
+// execServer serves the real file system with the SFTP server program bin
+// on its stdin and stdout. Without bin the test is skipped, or fails when
+// HANDOFF_E2E_REQUIRED is set; pkg names the Debian package to install.
+func execServer(t *testing.T, bin, pkg string) func(t *testing.T, in io.Reader, out io.WriteCloser) {
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv(sshdtest.RequiredEnv) != "" {
-			t.Fatalf("%s: %v", bin, err)
+			t.Fatalf("%s: %v (install %s)", bin, err, pkg)
 		}
-		t.Skipf("%s: %v", bin, err)
+		t.Skipf("%s: %v (install %s)", bin, err, pkg)
 	}
 	return func(t *testing.T, in io.Reader, out io.WriteCloser) {
 		cmd := exec.Command(bin)
