@@ -24,6 +24,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -183,13 +184,13 @@ func doctorWorkspace(ctx context.Context, ws string, opts DoctorOptions) []Check
 		return out
 	}
 	writable := []string{ws}
-	if fi, err := os.Lstat(filepath.Join(ws, ingest.StateDir)); err == nil {
+	if fi, err := os.Lstat(filepath.Join(ws, layout.StateDir)); err == nil {
 		if !fi.IsDir() {
-			check("workspace", CheckFail, fmt.Sprintf("%s is not a directory", filepath.Join(ws, ingest.StateDir)),
+			check("workspace", CheckFail, fmt.Sprintf("%s is not a directory", filepath.Join(ws, layout.StateDir)),
 				"move it aside; handoff keeps its state in that directory")
 			return out
 		}
-		writable = append(writable, filepath.Join(ws, ingest.StateDir))
+		writable = append(writable, filepath.Join(ws, layout.StateDir))
 	}
 	notWritable := ""
 	for _, d := range writable {
@@ -206,7 +207,7 @@ func doctorWorkspace(ctx context.Context, ws string, opts DoctorOptions) []Check
 	}
 
 	// The lock, held shared while the ledger is read when no run holds it.
-	lockPath := filepath.Join(ws, ingest.LockFile)
+	lockPath := filepath.Join(ws, layout.LockFile)
 	lk, err := probeLock(lockPath)
 	if err != nil {
 		check("lock", CheckFail, fmt.Sprintf("cannot check the lock %s: %v", lockPath, err),
@@ -289,7 +290,7 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Ch
 	check := func(name, status, msg, hint string) {
 		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
 	}
-	p := filepath.Join(ws, ingest.LedgerFile)
+	p := filepath.Join(ws, layout.LedgerFile)
 	v, err := ingest.OpenLedgerReadOnly(p, idle)
 	if errors.Is(err, ingest.ErrNoLedger) {
 		check("ledger", CheckWarn, "no ledger yet: no run has stored anything", "run `handoff sync` (or wait for the timer)")
@@ -328,18 +329,18 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Ch
 		check("plans", CheckWarn, fmt.Sprintf("%d interrupted plan(s): a run stopped in the middle of applying", n),
 			"the next sync finishes them (run `handoff sync` now, or wait for the timer)")
 	}
-	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in %s", tot.Results[ingest.ResultMalformed], ingest.SpoolDir), "")
+	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in %s", tot.Results[ingest.ResultMalformed], layout.SpoolDir), "")
 	return out
 }
 
 func ledgerRepairHint(p string) string {
 	return fmt.Sprintf("stop the timer, copy %s* aside, and rebuild it with `sqlite3 %s .recover | sqlite3 new.db`; the spool (%s) still holds every stored handoff",
-		p, p, ingest.SpoolDir)
+		p, p, layout.SpoolDir)
 }
 
 func doctorReviewInbox(ws string) Check {
 	c := Check{Scope: "workspace", Name: "review-inbox", Status: CheckOK}
-	dir := filepath.Join(ws, ingest.ReviewDir)
+	dir := filepath.Join(ws, layout.ReviewDir)
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		c.Message = "review inbox empty"
@@ -356,7 +357,7 @@ func doctorReviewInbox(ws string) Check {
 			n++
 		}
 	}
-	c.Message = fmt.Sprintf("%d draft(s) waiting in %s", n, ingest.ReviewDir)
+	c.Message = fmt.Sprintf("%d draft(s) waiting in %s", n, layout.ReviewDir)
 	if n > ReviewInboxWarn {
 		c.Status = CheckWarn
 		c.Hint = fmt.Sprintf("go through %s: apply by hand what is worth keeping (`handoff where NAME` says why each is there), then delete each draft", dir)
@@ -366,7 +367,7 @@ func doctorReviewInbox(ws string) Check {
 
 func doctorReceipt(ws string, opts DoctorOptions) Check {
 	c := Check{Scope: "workspace", Name: "last-run", Status: CheckOK}
-	p := filepath.Join(ws, ingest.ReceiptsDir, "latest.json")
+	p := filepath.Join(ws, layout.ReceiptsDir, "latest.json")
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 		c.Status, c.Message = CheckWarn, "no receipt yet: no sync has finished in this workspace"
 		c.Hint = "run `handoff sync`, and install the timer (`handoff timer install`) so that it runs every " + opts.Every.String()
@@ -398,7 +399,7 @@ func doctorReceipt(ws string, opts DoctorOptions) Check {
 	case receipts.OutcomePartial:
 		worse(CheckWarn)
 		c.Message += " (" + failedHosts(r) + ")"
-		hints = append(hints, "see the host checks below and "+filepath.Join(ws, ingest.ReceiptsDir, "latest.log"))
+		hints = append(hints, "see the host checks below and "+filepath.Join(ws, layout.ReceiptsDir, "latest.log"))
 	default:
 		worse(CheckFail)
 		if r.Error != "" {
@@ -406,7 +407,7 @@ func doctorReceipt(ws string, opts DoctorOptions) Check {
 		} else if fh := failedHosts(r); fh != "" {
 			c.Message += " (" + fh + ")"
 		}
-		hints = append(hints, "see "+filepath.Join(ws, ingest.ReceiptsDir, "latest.log")+" and the host checks below")
+		hints = append(hints, "see "+filepath.Join(ws, layout.ReceiptsDir, "latest.log")+" and the host checks below")
 	}
 	switch {
 	case age > staleFail*opts.Every:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -132,8 +133,8 @@ func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 // SQLite's side files appear) and prunes the spool. A workspace without a
 // ledger has nothing to prune and gets none.
 func pruneSpool(ctx context.Context, ws string, o ingest.PruneSpoolOptions) (ingest.SpoolPrune, error) {
-	o.Dir = filepath.Join(ws, ingest.SpoolDir)
-	ledger := filepath.Join(ws, ingest.LedgerFile)
+	o.Dir = filepath.Join(ws, layout.SpoolDir)
+	ledger := filepath.Join(ws, layout.LedgerFile)
 	if _, err := os.Stat(ledger); errors.Is(err, os.ErrNotExist) {
 		return ingest.SpoolPrune{}, nil
 	}

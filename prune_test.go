@@ -18,6 +18,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -85,7 +86,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 		t.Fatalf("processed: %v", f.processed)
 	}
 	for _, n := range []string{"a.md", "r.md", "c.md"} {
-		f.spoolGone = append(f.spoolGone, filepath.Join(e.ws, ingest.SpoolDir, claim.Name(sum(map[string]string{
+		f.spoolGone = append(f.spoolGone, filepath.Join(e.ws, layout.SpoolDir, claim.Name(sum(map[string]string{
 			"a.md": card("create-card", "x.md", goodFM), "r.md": doc("../etc/passwd", "x"), "c.md": doc("TOOLS.md", "t")}[n]))))
 	}
 	old := time.Now().Add(-365 * 24 * time.Hour)
@@ -93,8 +94,8 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 	// Never removed: malformed/, review drafts, the malformed handoff's
 	// spool file.
 	f.keep = append(f.keep, glob(t, filepath.Join(e.inbox, "malformed/*.md"))...)
-	f.keep = append(f.keep, glob(t, filepath.Join(e.ws, ingest.ReviewDir, "*.md"))...)
-	f.keep = append(f.keep, filepath.Join(e.ws, ingest.SpoolDir, claim.Name(sum("not a handoff"))))
+	f.keep = append(f.keep, glob(t, filepath.Join(e.ws, layout.ReviewDir, "*.md"))...)
+	f.keep = append(f.keep, filepath.Join(e.ws, layout.SpoolDir, claim.Name(sum("not a handoff"))))
 	if len(f.keep) != 3 {
 		t.Fatalf("keep: %v", f.keep)
 	}
@@ -104,7 +105,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 
 	// A handoff stored but not ingested yet (a crash between the two).
 	pending := doc("TOOLS.md", "pending")
-	sp, err := claim.OpenSpool(filepath.Join(e.ws, ingest.SpoolDir))
+	sp, err := claim.OpenSpool(filepath.Join(e.ws, layout.SpoolDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 		t.Fatal(err)
 	}
 	sp.Close()
-	led, err := ingest.OpenLedger(filepath.Join(e.ws, ingest.LedgerFile))
+	led, err := ingest.OpenLedger(filepath.Join(e.ws, layout.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 		t.Fatal(err)
 	}
 	led.Close()
-	f.keep = append(f.keep, filepath.Join(e.ws, ingest.SpoolDir, claim.Name(sum(pending))))
+	f.keep = append(f.keep, filepath.Join(e.ws, layout.SpoolDir, claim.Name(sum(pending))))
 
 	// In processed/: a young handoff, a symlink, a directory with a file
 	// in it, a name that is not a plain *.md name. All old but the first.
@@ -183,7 +184,7 @@ func (f *pruneFixture) prune(dryRun bool) *PruneReport {
 
 func countRows(t *testing.T, ws string) int {
 	t.Helper()
-	db, err := sql.Open("sqlite", filepath.Join(ws, ingest.LedgerFile))
+	db, err := sql.Open("sqlite", filepath.Join(ws, layout.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestPruneSelectedHostSpool(t *testing.T) {
 
 func TestPruneLockedAndUsage(t *testing.T) {
 	f := newPruneFixture(t)
-	fl := flock.New(filepath.Join(f.ws, ingest.LockFile))
+	fl := flock.New(filepath.Join(f.ws, layout.LockFile))
 	if ok, err := fl.TryLock(); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}

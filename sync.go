@@ -19,6 +19,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -241,7 +242,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if runLog.over {
 		logBytes = append(logBytes, fmt.Sprintf("… log truncated at %d bytes\n", maxRunLog)...)
 	}
-	path, err := receipts.Write(filepath.Join(wsDir, ingest.ReceiptsDir), r, logBytes)
+	path, err := receipts.Write(filepath.Join(wsDir, layout.ReceiptsDir), r, logBytes)
 	if err != nil {
 		return r, err
 	}
@@ -390,7 +391,7 @@ func (s *state) close() {
 // the ledger and a scratch spool layered over the real one, all in a
 // temporary directory, so that nothing under the workspace changes.
 func openState(ws string, dryRun bool) (*state, error) {
-	st := &state{ledgerPath: filepath.Join(ws, ingest.LedgerFile), spoolDir: filepath.Join(ws, ingest.SpoolDir)}
+	st := &state{ledgerPath: filepath.Join(ws, layout.LedgerFile), spoolDir: filepath.Join(ws, layout.SpoolDir)}
 	if dryRun {
 		tmp, err := os.MkdirTemp("", "handoff-dry-run-")
 		if err != nil {
@@ -466,7 +467,7 @@ func openSpool(dir, base string) (*spoolHandle, error) {
 // writes its pid into it; a dry run locks only an existing lock file, so it
 // creates nothing.
 func lock(ws string, dryRun bool) (func(), error) {
-	path := filepath.Join(ws, ingest.LockFile)
+	path := filepath.Join(ws, layout.LockFile)
 	if dryRun {
 		if _, err := os.Stat(path); err != nil {
 			return func() {}, nil

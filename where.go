@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 // ErrNoLedger means the workspace has no ledger: no run has stored
@@ -83,10 +84,10 @@ func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	lk, err := probeLock(filepath.Join(ws, ingest.LockFile))
+	lk, err := probeLock(filepath.Join(ws, layout.LockFile))
 	idle := err == nil && !lk.held
 	defer lk.release()
-	v, err := ingest.OpenLedgerReadOnly(filepath.Join(ws, ingest.LedgerFile), idle)
+	v, err := ingest.OpenLedgerReadOnly(filepath.Join(ws, layout.LedgerFile), idle)
 	if err != nil {
 		return nil, err
 	}

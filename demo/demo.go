@@ -23,7 +23,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/handoff-sync/handoff"
-	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -162,10 +162,10 @@ func run(ctx context.Context, w io.Writer, dir string, opts Options) error {
 	}
 
 	fmt.Fprint(w, r.Summary())
-	fmt.Fprintf(w, "Receipt: %s\n", filepath.Join(ws, filepath.FromSlash(ingest.ReceiptsDir), r.RunID+".json"))
+	fmt.Fprintf(w, "Receipt: %s\n", filepath.Join(ws, filepath.FromSlash(layout.ReceiptsDir), r.RunID+".json"))
 	printHosts(w, dir, r)
 	printHandoffs(w, r)
-	if err := printTree(w, "Workspace "+ws, ws, filepath.FromSlash(ingest.SpoolDir)); err != nil {
+	if err := printTree(w, "Workspace "+ws, ws, filepath.FromSlash(layout.SpoolDir)); err != nil {
 		return err
 	}
 	if err := printTree(w, "Laptop after the run (sources archived, never deleted) "+at(laptopCode), at(laptopCode), ""); err != nil {

@@ -9,18 +9,19 @@ import (
 	"strings"
 
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
-// Workspace paths the ingester writes.
+// Workspace paths the ingester writes (internal/layout names them).
 const (
-	CardsDir    = "memory/cards"
-	ReviewDir   = "memory/handoff-inbox"
-	StateDir    = ".handoff"
-	SpoolDir    = ".handoff/spool"
-	BackupsDir  = ".handoff/backups"
-	ReceiptsDir = ".handoff/receipts"
-	LedgerFile  = ".handoff/ledger.db"
-	LockFile    = ".handoff/lock"
+	CardsDir    = layout.CardsDir
+	ReviewDir   = layout.ReviewDir
+	StateDir    = layout.StateDir
+	SpoolDir    = layout.SpoolDir
+	BackupsDir  = layout.BackupsDir
+	ReceiptsDir = layout.ReceiptsDir
+	LedgerFile  = layout.LedgerFile
+	LockFile    = layout.LockFile
 )
 
 // errUnsafe is returned for a target that cannot be written safely; its

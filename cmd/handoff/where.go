@@ -16,6 +16,7 @@ import (
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 func init() { commands = append(commands, newWhereCmd) }
@@ -153,12 +154,12 @@ func describeMatch(w io.Writer, m handoff.WhereMatch) {
 		switch {
 		case m.Target != "" && m.AppliedFrom != nil:
 			line("target", "%s (by the copy that was ingested)", m.Target)
-		case strings.HasPrefix(m.Target, ingest.ReviewDir+"/"):
+		case strings.HasPrefix(m.Target, layout.ReviewDir+"/"):
 			line("target", "%s (review draft)", m.Target)
 		case m.Target != "":
 			line("target", "%s", m.Target)
 		case m.Result == ingest.ResultMalformed:
-			line("target", "none: quarantined in %s/%s.md", ingest.SpoolDir, m.SHA256)
+			line("target", "none: quarantined in %s/%s.md", layout.SpoolDir, m.SHA256)
 		}
 		if m.AfterSHA256 != "" {
 			before := m.BeforeSHA256

@@ -1,0 +1,30 @@
+// Package layout names the places in a workspace, relative to its root,
+// in one small package that every step and command imports: the ingester
+// writes them, the pull stores into the spool and ledger, and doctor,
+// prune and where read them without depending on the ingester.
+//
+// Guarantees: the names are relative, slash-separated and clean, and
+// every state file lives under StateDir, so a workspace's own data and
+// handoff's bookkeeping never mix.
+package layout
+
+// Places in a workspace.
+const (
+	// CardsDir holds promoted memory cards, <name>.md.
+	CardsDir = "memory/cards"
+	// ReviewDir holds review drafts, <stem>.<sha12>.md.
+	ReviewDir = "memory/handoff-inbox"
+	// StateDir holds everything handoff keeps for itself.
+	StateDir = ".handoff"
+	// SpoolDir holds every stored handoff, <sha256>.md, exact bytes.
+	SpoolDir = StateDir + "/spool"
+	// BackupsDir holds the prior content of every target a plan changed.
+	BackupsDir = StateDir + "/backups"
+	// ReceiptsDir holds one receipt per applied run, latest.json and
+	// latest.log.
+	ReceiptsDir = StateDir + "/receipts"
+	// LedgerFile is the SQLite ledger.
+	LedgerFile = StateDir + "/ledger.db"
+	// LockFile is the single-ingester lock.
+	LockFile = StateDir + "/lock"
+)
