@@ -121,24 +121,15 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	defer unlock()
 
 	started := opts.Now().UTC()
-	r := &receipts.Receipt{
-		SchemaVersion: receipts.SchemaVersion,
-		RunID:         newRunID(started),
-		Mode:          receipts.ModeApply,
-		StartedAt:     started,
-		Manifest:      receipts.Manifest{Path: m.Path, SHA256: m.SHA256},
-		Workspace:     wsDir,
-		Hosts:         []receipts.Host{},
-		Handoffs:      []receipts.Handoff{},
-		Notify:        receipts.Notify{OK: true},
-	}
+	mode := receipts.ModeApply
 	if opts.DryRun {
-		r.Mode = receipts.ModeDryRun
+		mode = receipts.ModeDryRun
 	}
+	b := receipts.NewBuilder(newRunID(started), mode, started, receipts.Manifest{Path: m.Path, SHA256: m.SHA256}, wsDir)
+	r := b.Receipt()
 	log.Info("run started", "run", r.RunID, "mode", r.Mode, "workspace", wsDir, "hosts", len(hosts))
 	notify := func(err error) {
-		if err != nil && r.Notify.OK {
-			r.Notify = receipts.Notify{OK: false, Error: err.Error()}
+		if b.NotifyFailed(err) {
 			log.Warn("heartbeat ping failed", "err", err)
 		}
 	}
@@ -186,8 +177,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	entries, ingErr := ingestWhilePulling(ctx, ing, stored, pulled)
 	<-pulled
 	for _, rep := range reports {
-		r.Hosts = append(r.Hosts, hostEntry(rep))
-		r.Counts.Pulled += rep.Stored
+		b.AddHost(hostEntry(rep), rep.Stored)
 	}
 	if ingErr == nil {
 		// Sources stored after the last pass began (or by a host whose
@@ -196,44 +186,19 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		more, ingErr = ing.Run(ctx)
 		entries = append(entries, more...)
 	}
-	// What could not be archived, by host, inbox, name and hash.
-	unarchived := map[[4]string]string{}
-	for _, rep := range reports {
-		for _, it := range rep.Unarchived {
-			unarchived[[4]string{rep.Name, it.Inbox, it.Name, it.SHA256}] = it.Error
-		}
+	b.AddHandoffs(appliedEntries(entries, reports)...)
+	b.AddHandoffs(claimedEntries(reports)...)
+	if !opts.DryRun {
+		recordRejects(ctx, st.led, r.RunID, reports, log)
 	}
-	for _, e := range entries {
-		r.Handoffs = append(r.Handoffs, receipts.Handoff{
-			Host: e.Host, Inbox: e.Inbox, Name: e.Name, SHA256: e.SHA256, Size: e.Size,
-			Result: e.Result, Reason: e.Reason, Action: e.Action, Target: e.Target,
-			BeforeSHA256: e.BeforeSHA256, AfterSHA256: e.AfterSHA256, ArchivedAs: e.ArchivedAs,
-			Error: unarchived[[4]string{e.Host, e.Inbox, e.Name, e.SHA256}],
-		})
-	}
-	for _, rep := range reports {
-		for _, it := range rep.Items {
-			r.Handoffs = append(r.Handoffs, receipts.Handoff{
-				Host: rep.Name, Inbox: it.Inbox, Name: it.Name, SHA256: it.SHA256, Size: it.Size,
-				Result: it.Result, Reason: it.Reason, ArchivedAs: it.ArchivedAs, Error: it.Error,
-			})
-			if it.Result == claim.ResultRejected && !opts.DryRun {
-				if err := st.led.RecordReject(ctx, r.RunID, it, rep.Name); err != nil {
-					log.Warn("could not record a rejected file", "err", err)
-				}
-			}
-		}
-	}
-	r.Tally()
-	r.Outcome, r.Status = judge(r, ingErr)
+	b.Judge(ingErr)
 	if ingErr != nil {
-		r.Error = ingErr.Error()
 		log.Error("ingest failed", "err", ingErr)
 	}
 	if opts.Notifier != nil && !opts.DryRun {
 		notify(opts.Notifier.Finish(ctx, r.Outcome == receipts.OutcomeOK, r.Summary()))
 	}
-	r.FinishedAt = opts.Now().UTC()
+	b.Finish(opts.Now())
 	log.Info("run finished", "run", r.RunID, "outcome", r.Outcome, "status", r.Status)
 	if opts.DryRun {
 		return r, nil
@@ -272,30 +237,54 @@ func ingestWhilePulling(ctx context.Context, ing *ingest.Ingester, stored <-chan
 	}
 }
 
-// judge sets a run's outcome and status from its hosts and handoffs.
-func judge(r *receipts.Receipt, ingErr error) (outcome, status string) {
-	failed := 0
-	for _, h := range r.Hosts {
-		if h.Outcome == "error" {
-			failed++
+// appliedEntries are the receipt entries of what the ingester decided,
+// each with its archive error if its host could not archive it.
+func appliedEntries(entries []ingest.Entry, reports []claim.HostReport) []receipts.Handoff {
+	unarchived := map[[4]string]string{} // host, inbox, name, hash -> error
+	for _, rep := range reports {
+		for _, it := range rep.Unarchived {
+			unarchived[[4]string{rep.Name, it.Inbox, it.Name, it.SHA256}] = it.Error
 		}
 	}
-	switch {
-	case ingErr != nil || (failed > 0 && failed == len(r.Hosts)):
-		outcome = receipts.OutcomeFailed
-	case failed > 0:
-		outcome = receipts.OutcomePartial
-	default:
-		outcome = receipts.OutcomeOK
+	out := make([]receipts.Handoff, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, receipts.Handoff{
+			Host: e.Host, Inbox: e.Inbox, Name: e.Name, SHA256: e.SHA256, Size: e.Size,
+			Result: e.Result, Reason: e.Reason, Action: e.Action, Target: e.Target,
+			BeforeSHA256: e.BeforeSHA256, AfterSHA256: e.AfterSHA256, ArchivedAs: e.ArchivedAs,
+			Error: unarchived[[4]string{e.Host, e.Inbox, e.Name, e.SHA256}],
+		})
 	}
-	status = receipts.StatusEmpty
-	for _, h := range r.Handoffs {
-		if h.Result != ingest.ResultDeferred {
-			status = receipts.StatusIngested
-			break
+	return out
+}
+
+// claimedEntries are the receipt entries of the files the pulls rejected
+// or deferred.
+func claimedEntries(reports []claim.HostReport) []receipts.Handoff {
+	var out []receipts.Handoff
+	for _, rep := range reports {
+		for _, it := range rep.Items {
+			out = append(out, receipts.Handoff{
+				Host: rep.Name, Inbox: it.Inbox, Name: it.Name, SHA256: it.SHA256, Size: it.Size,
+				Result: it.Result, Reason: it.Reason, ArchivedAs: it.ArchivedAs, Error: it.Error,
+			})
 		}
 	}
-	return outcome, status
+	return out
+}
+
+// recordRejects records the rejected files in the ledger, for where.
+func recordRejects(ctx context.Context, led *ingest.Ledger, runID string, reports []claim.HostReport, log *slog.Logger) {
+	for _, rep := range reports {
+		for _, it := range rep.Items {
+			if it.Result != claim.ResultRejected {
+				continue
+			}
+			if err := led.RecordReject(ctx, runID, it, rep.Name); err != nil {
+				log.Warn("could not record a rejected file", "err", err)
+			}
+		}
+	}
 }
 
 func hostEntry(rep claim.HostReport) receipts.Host {

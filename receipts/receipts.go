@@ -130,19 +130,19 @@ func (r *Receipt) Tally() {
 	r.Counts = Counts{Pulled: pulled}
 	for _, h := range r.Handoffs {
 		switch h.Result {
-		case "promoted":
+		case ResultPromoted:
 			r.Counts.Promoted++
-		case "routed":
+		case ResultRouted:
 			r.Counts.Routed++
-		case "review":
+		case ResultReview:
 			r.Counts.Review++
-		case "malformed":
+		case ResultMalformed:
 			r.Counts.Malformed++
-		case "duplicate":
+		case ResultDuplicate:
 			r.Counts.Duplicate++
-		case "rejected":
+		case ResultRejected:
 			r.Counts.Rejected++
-		case "deferred":
+		case ResultDeferred:
 			r.Counts.Deferred++
 		}
 	}

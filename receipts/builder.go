@@ -1,0 +1,105 @@
+package receipts
+
+import "time"
+
+// Results a handoff entry may carry (handoffs[].result) and a host's
+// outcomes (hosts[].outcome).
+const (
+	ResultPromoted  = "promoted"
+	ResultRouted    = "routed"
+	ResultReview    = "review"
+	ResultMalformed = "malformed"
+	ResultDuplicate = "duplicate"
+	ResultRejected  = "rejected"
+	ResultDeferred  = "deferred"
+
+	HostOK    = "ok"
+	HostError = "error"
+)
+
+// Builder assembles one run's receipt as the run goes: the hosts once
+// their pulls end, the handoffs as they get results, the heartbeat's
+// failures, and at the end the counts, the outcome and the status. Its
+// methods are not safe for concurrent use.
+type Builder struct {
+	r *Receipt
+}
+
+// NewBuilder starts the receipt of run id in mode (ModeApply, ModeDryRun).
+func NewBuilder(id, mode string, started time.Time, m Manifest, workspace string) *Builder {
+	return &Builder{r: &Receipt{
+		SchemaVersion: SchemaVersion,
+		RunID:         id,
+		Mode:          mode,
+		StartedAt:     started.UTC(),
+		Manifest:      m,
+		Workspace:     workspace,
+		Hosts:         []Host{},
+		Handoffs:      []Handoff{},
+		Notify:        Notify{OK: true},
+	}}
+}
+
+// Receipt is the receipt as built so far.
+func (b *Builder) Receipt() *Receipt { return b.r }
+
+// AddHost records one host's pull, which stored pulled new sources.
+func (b *Builder) AddHost(h Host, pulled int) {
+	b.r.Hosts = append(b.r.Hosts, h)
+	b.r.Counts.Pulled += pulled
+}
+
+// AddHandoffs records handoff entries.
+func (b *Builder) AddHandoffs(hs ...Handoff) {
+	b.r.Handoffs = append(b.r.Handoffs, hs...)
+}
+
+// NotifyFailed records that a heartbeat ping failed; only the first
+// failure is kept. It reports whether err was recorded.
+func (b *Builder) NotifyFailed(err error) bool {
+	if err == nil || !b.r.Notify.OK {
+		return false
+	}
+	b.r.Notify = Notify{OK: false, Error: err.Error()}
+	return true
+}
+
+// Judge tallies the counts and sets the outcome and status: failed when
+// the ingest failed (runErr) or every host did, partial when some host
+// failed, else ok; ingested when any handoff got a result other than
+// deferred. It may be called again after more is added.
+func (b *Builder) Judge(runErr error) {
+	r := b.r
+	r.Tally()
+	failed := 0
+	for _, h := range r.Hosts {
+		if h.Outcome == HostError {
+			failed++
+		}
+	}
+	switch {
+	case runErr != nil || (failed > 0 && failed == len(r.Hosts)):
+		r.Outcome = OutcomeFailed
+	case failed > 0:
+		r.Outcome = OutcomePartial
+	default:
+		r.Outcome = OutcomeOK
+	}
+	r.Status = StatusEmpty
+	for _, h := range r.Handoffs {
+		if h.Result != ResultDeferred {
+			r.Status = StatusIngested
+			break
+		}
+	}
+	r.Error = ""
+	if runErr != nil {
+		r.Error = runErr.Error()
+	}
+}
+
+// Finish stamps the end of the run and returns the receipt.
+func (b *Builder) Finish(finished time.Time) *Receipt {
+	b.r.FinishedAt = finished.UTC()
+	return b.r
+}
