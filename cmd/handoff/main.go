@@ -56,9 +56,14 @@ func main() {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
+	}
+	if cmd == root && !isUsage(err) {
+		// The root runs nothing itself: what fails there is the command
+		// line (an unknown command).
+		err = usageError{err}
 	}
 	code, hint := exitCode(err)
 	if msg := err.Error(); msg != "" {

@@ -5,27 +5,21 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// usageError marks a command-line mistake found by cobra or by us.
+// usageError marks a command-line mistake found by cobra or by us. Every
+// way cobra reports one is wrapped into it (flag errors, argument counts,
+// unknown commands: see typedArgs and run), so nothing depends on
+// the text of cobra's messages.
 type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
 
 func isUsage(err error) bool {
 	var u usageError
-	if errors.As(err, &u) {
-		return true
-	}
-	// cobra's own parse errors are plain errors with these shapes.
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most"} {
-		if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &u)
 }
 
 type globals struct {
@@ -64,7 +58,24 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		root.AddCommand(mk(g))
 	}
 	requireSubcommand(root)
+	typedArgs(root)
 	return root
+}
+
+// typedArgs wraps every command's argument check so that what it refuses
+// is a usageError.
+func typedArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		typedArgs(sub)
+	}
+	if check := c.Args; check != nil {
+		c.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
 }
 
 // requireSubcommand makes every command that only groups others (hosts,
