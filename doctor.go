@@ -430,7 +430,7 @@ func timerHint(every time.Duration) string {
 func failedHosts(r *receipts.Receipt) string {
 	var names []string
 	for _, h := range r.Hosts {
-		if h.Outcome == "error" {
+		if h.Outcome == receipts.HostError {
 			names = append(names, h.Name)
 		}
 	}

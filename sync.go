@@ -332,7 +332,7 @@ func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *stat
 	}
 	progress(HostProgress{State: "connecting"})
 	rep := pullHostReport(ctx, h, opts, st, runID, log)
-	if rep.Outcome == "ok" {
+	if rep.Outcome == claim.OutcomeOK {
 		progress(HostProgress{State: "done", Inboxes: len(rep.Inboxes), Pulled: rep.Stored})
 	} else {
 		progress(HostProgress{State: "error", Inboxes: len(rep.Inboxes), Pulled: rep.Stored, Err: rep.Error})
@@ -353,7 +353,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 	fsys, err := dial(ctx, h)
 	if err != nil {
 		log.Warn("host failed", "host", h.Name, "err", err)
-		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: "error", Error: err.Error()}
+		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	defer fsys.Close()
 	return pullWith(ctx, fsys, h, st.spool, st.led, runID, opts.DryRun, opts.Now, log)

@@ -56,7 +56,7 @@ func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger
 func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.HostReport) {
 	h := job.Host
 	fail := func(err error) claim.HostReport {
-		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: "error", Error: err.Error()}
+		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	// Whatever a host sends must not crash the run; a panic here is a bug,
 	// reported as this host's failure with what went wrong.
@@ -113,7 +113,7 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 	fail := func(format string, args ...any) claim.HostReport {
 		err := fmt.Errorf(format, args...)
 		log.Warn("host failed", "host", h.Name, "err", err)
-		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: "error", Error: err.Error()}
+		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	job, err := json.Marshal(WorkerJob{Host: h, Ledger: st.ledgerPath, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun})
 	if err != nil {

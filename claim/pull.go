@@ -63,9 +63,9 @@ func Pull(ctx context.Context, fsys transport.FS, cfg Config, spool Spool, rec R
 	if p.cfg.Now == nil {
 		p.cfg.Now = time.Now
 	}
-	p.report = HostReport{Name: cfg.Host, Transport: cfg.Transport, Outcome: "ok"}
+	p.report = HostReport{Name: cfg.Host, Transport: cfg.Transport, Outcome: OutcomeOK}
 	if err := p.run(ctx); err != nil {
-		p.report.Outcome = "error"
+		p.report.Outcome = OutcomeError
 		p.report.Error = err.Error()
 		p.log.Warn("pull failed", "host", cfg.Host, "err", err)
 	}

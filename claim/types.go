@@ -17,6 +17,12 @@ const (
 	StateError         = "error" // the inbox could not be listed
 )
 
+// A host pull's outcomes (HostReport.Outcome).
+const (
+	OutcomeOK    = "ok"
+	OutcomeError = "error"
+)
+
 // Results of a claim that did not store the file. Stored files get their
 // result from the ingester.
 const (
@@ -103,7 +109,7 @@ type Recorder interface {
 type HostReport struct {
 	Name      string        `json:"name"`
 	Transport string        `json:"transport"`
-	Outcome   string        `json:"outcome"` // ok | error
+	Outcome   string        `json:"outcome"` // OutcomeOK | OutcomeError
 	Error     string        `json:"error"`
 	Inboxes   []InboxReport `json:"inboxes"`
 	Items     []Item        `json:"items"` // rejected and deferred files, at most MaxItems

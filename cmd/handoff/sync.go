@@ -90,7 +90,7 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 		c.g.stdout.Write(b)
 	} else {
 		for _, h := range r.Hosts {
-			if h.Outcome != "ok" {
+			if h.Outcome != receipts.HostOK {
 				fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\n", h.Name, printable(h.Error))
 			}
 		}
