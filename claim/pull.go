@@ -225,17 +225,23 @@ func (p *puller) progress() {
 }
 
 // pipeline claims, stores and archives the candidates of the inboxes with
-// many requests in flight. Candidates are read concurrently (bounded by
-// maxInflightFiles and maxInflightBytes); the stage that stores them takes
-// them in discovery order, so that what is recorded, and later applied, does
-// not depend on timing, and stores whatever has arrived in one batch (one
-// directory fsync, one ledger commit) while the reads go on; a batch is
-// recorded in the ledger while the next is written to the spool; each stored
-// batch is then archived on the host, its renames concurrent, and recorded
-// as archived. A file is renamed only after the batch holding it is stored.
+// many requests in flight, in four stages, each a method of pipeline:
 //
-// The first transport or storage failure cancels everything in flight; what
-// was stored and not yet archived is finished by the next run.
+//   - read: claim each candidate (check, read, hash), concurrently, as the
+//     bounds on files and bytes in flight allow;
+//   - store: take the claims in discovery order (so that what is recorded,
+//     and later applied, does not depend on timing) and write whatever has
+//     arrived to the spool as one batch: one directory fsync;
+//   - record: record each written batch in the ledger, one batch at a time
+//     and in order, while store writes the next (the two wait on
+//     different fsyncs);
+//   - archive: rename a recorded batch's files on the host, concurrently,
+//     and record which were archived.
+//
+// A file is renamed only in archive, so only after the batch holding it is
+// durable in the spool and recorded. The first transport or storage
+// failure cancels everything in flight; what was stored and not yet
+// archived is finished by the next run.
 func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 	total := 0
 	for _, in := range inboxes {
@@ -246,145 +252,154 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 	}
 	ctx, first := withFirstError(ctx)
 	defer first.cancel(nil)
-	fail := first.fail
-	files := semaphore.NewWeighted(maxInflightFiles)
-	budget := semaphore.NewWeighted(maxInflightBytes)
-	release := func(weight int64) {
-		budget.Release(weight)
-		files.Release(1)
+	pl := &pipeline{
+		p: p, ctx: ctx, fail: first.fail,
+		files:    semaphore.NewWeighted(maxInflightFiles),
+		budget:   semaphore.NewWeighted(maxInflightBytes),
+		claims:   make(chan claimResult, maxInflightFiles),
+		toRecord: make(chan spooled, 1),
 	}
-	type result struct {
-		seq int
-		c   *claimed // nil: nothing to store
-	}
-	results := make(chan result, maxInflightFiles)
-	var work sync.WaitGroup // reads and archive batches in flight
 	fed := make(chan struct{})
-
-	// Feed: start a read for each candidate in order, as the bounds allow.
 	go func() {
 		defer close(fed)
-		seq := 0
-		for _, in := range inboxes {
-			for _, fi := range in.Candidates {
-				weight := min(max(fi.Size, 0), p.cfg.MaxFileSize, maxInflightBytes-1) + 1
-				if files.Acquire(ctx, 1) != nil {
-					return
-				}
-				if budget.Acquire(ctx, weight) != nil {
-					files.Release(1)
-					return
-				}
-				// The read slot is taken here, in discovery order, so
-				// that the files the store stage waits for are read
-				// first.
-				if p.reads.Acquire(ctx, 1) != nil {
-					release(weight)
-					return
-				}
-				work.Add(1)
-				go func(seq int, inbox string, fi transport.FileInfo) {
-					defer work.Done()
-					c, err := p.claim(ctx, inbox, fi)
-					p.reads.Release(1)
-					if err != nil {
-						fail(err)
-					}
-					if c == nil {
-						release(weight)
-					} else {
-						c.weight = weight
-					}
-					select {
-					case results <- result{seq, c}:
-					case <-ctx.Done():
-						if c != nil {
-							release(weight)
-						}
-					}
-				}(seq, in.Path, fi)
-				seq++
-			}
-		}
+		pl.read(inboxes)
 	}()
-
-	// Store, in discovery order, whatever has arrived; hand each stored
-	// batch to the archivers.
-	releaseAll := func(b []claimed) {
-		for _, c := range b {
-			release(c.weight)
-		}
-	}
-	// A batch is written to the spool here, then recorded in the ledger by
-	// the recorder, one batch at a time and in order, while the next one
-	// is written: the two stages wait on different fsyncs.
-	type spooled struct {
-		b    []claimed
-		took time.Duration
-	}
-	toRecord := make(chan spooled, 1)
 	var recorder sync.WaitGroup
-	recorder.Go(func() {
-		for s := range toRecord {
-			if ctx.Err() != nil {
-				releaseAll(s.b)
-				continue
+	recorder.Go(pl.record)
+	pl.store(total)
+	close(pl.toRecord)
+	recorder.Wait()
+	<-fed
+	pl.work.Wait()
+	if err := first.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// pipeline is one pull's claim, store, record and archive stages.
+//
+// Each candidate holds a slot (one of files, and its size in budget) from
+// read until it is done with. One stage owns a slot at a time, and the
+// stage that drops the file gives the slot back (release): read, for a
+// file it does not store (rejected, deferred, vanished) or cannot hand on;
+// store and record, for a batch they cannot pass on; archive, for each
+// file once its rename is done or failed.
+type pipeline struct {
+	p    *puller
+	ctx  context.Context
+	fail func(error) // records the first failure and cancels ctx
+
+	files  *semaphore.Weighted // files in flight
+	budget *semaphore.Weighted // their listed sizes
+
+	claims   chan claimResult // read → store
+	toRecord chan spooled     // store → record
+	work     sync.WaitGroup   // reads and archive batches in flight
+}
+
+// claimResult is the claim of the seq-th candidate: nil when it is not to
+// be stored.
+type claimResult struct {
+	seq int
+	c   *claimed
+}
+
+// spooled is a batch written to the spool, and how long that took.
+type spooled struct {
+	b    []claimed
+	took time.Duration
+}
+
+// release gives back the slot of a file of weight.
+func (pl *pipeline) release(weight int64) {
+	pl.budget.Release(weight)
+	pl.files.Release(1)
+}
+
+// releaseAll gives back a batch's slots.
+func (pl *pipeline) releaseAll(b []claimed) {
+	for _, c := range b {
+		pl.release(c.weight)
+	}
+}
+
+// read starts a claim for each candidate in order, as the bounds allow. The
+// read slot is taken here, in discovery order, so that the files the
+// store stage waits for are read first.
+func (pl *pipeline) read(inboxes []*Inbox) {
+	ctx, p := pl.ctx, pl.p
+	seq := 0
+	for _, in := range inboxes {
+		for _, fi := range in.Candidates {
+			weight := min(max(fi.Size, 0), p.cfg.MaxFileSize, maxInflightBytes-1) + 1
+			if pl.files.Acquire(ctx, 1) != nil {
+				return
 			}
-			if err := p.record(ctx, s.b, s.took); err != nil {
-				releaseAll(s.b)
-				fail(err)
-				continue
+			if pl.budget.Acquire(ctx, weight) != nil {
+				pl.files.Release(1)
+				return
 			}
-			p.progress()
-			if p.cfg.DryRun {
-				releaseAll(s.b)
-				continue
+			if p.reads.Acquire(ctx, 1) != nil {
+				pl.release(weight)
+				return
 			}
-			work.Add(1)
-			go func() {
-				defer work.Done()
-				p.archiveBatch(ctx, s.b, release, fail)
-			}()
+			pl.work.Add(1)
+			go pl.readOne(seq, in.Path, fi, weight)
+			seq++
 		}
-	})
+	}
+}
+
+// readOne claims one candidate, holding a read slot, and hands the claim
+// to store.
+func (pl *pipeline) readOne(seq int, inbox string, fi transport.FileInfo, weight int64) {
+	defer pl.work.Done()
+	c, err := pl.p.claim(pl.ctx, inbox, fi)
+	pl.p.reads.Release(1)
+	if err != nil {
+		pl.fail(err)
+	}
+	if c == nil {
+		pl.release(weight)
+	} else {
+		c.weight = weight
+	}
+	select {
+	case pl.claims <- claimResult{seq, c}:
+	case <-pl.ctx.Done():
+		if c != nil {
+			pl.release(weight)
+		}
+	}
+}
+
+// store takes the total claims in discovery order and writes whatever has
+// arrived to the spool, batchFiles or batchBytes at a time, handing each
+// written batch to record.
+func (pl *pipeline) store(total int) {
 	pending := map[int]*claimed{}
 	next := 0
 	var batch []claimed
 	var size int64
 	flush := func() bool {
-		if len(batch) == 0 {
-			return true
-		}
 		b := batch
 		batch, size = nil, 0
-		began := time.Now()
-		if err := p.spoolPut(b); err != nil {
-			releaseAll(b)
-			fail(err)
-			return false
-		}
-		select {
-		case toRecord <- spooled{b, time.Since(began)}:
-			return true
-		case <-ctx.Done():
-			releaseAll(b)
-			return false
-		}
+		return pl.flush(b)
 	}
-	add := func(r result) { pending[r.seq] = r.c }
-loop:
 	for next < total {
 		select {
-		case r := <-results:
-			add(r)
-		case <-ctx.Done():
-			break loop
+		case r := <-pl.claims:
+			pending[r.seq] = r.c
+		case <-pl.ctx.Done():
+			pl.releaseAll(batch)
+			return
 		}
 	drain:
 		for {
 			select {
-			case r := <-results:
-				add(r)
+			case r := <-pl.claims:
+				pending[r.seq] = r.c
 			default:
 				break drain
 			}
@@ -401,24 +416,62 @@ loop:
 			}
 			batch = append(batch, *c)
 			size += int64(len(c.data))
-			if len(batch) >= batchFiles || size >= batchBytes {
-				if !flush() {
-					break loop
-				}
+			if (len(batch) >= batchFiles || size >= batchBytes) && !flush() {
+				return
 			}
 		}
 		if !flush() {
-			break loop
+			return
 		}
 	}
-	close(toRecord)
-	recorder.Wait()
-	<-fed
-	work.Wait()
-	if err := first.Err(); err != nil {
-		return err
+}
+
+// flush writes a batch to the spool and hands it to record; false when
+// the pipeline is ending.
+func (pl *pipeline) flush(b []claimed) bool {
+	if len(b) == 0 {
+		return true
 	}
-	return ctx.Err()
+	began := time.Now()
+	if err := pl.p.spoolPut(b); err != nil {
+		pl.releaseAll(b)
+		pl.fail(err)
+		return false
+	}
+	select {
+	case pl.toRecord <- spooled{b, time.Since(began)}:
+		return true
+	case <-pl.ctx.Done():
+		pl.releaseAll(b)
+		return false
+	}
+}
+
+// record records each written batch in the ledger, in order, and starts
+// its archive.
+func (pl *pipeline) record() {
+	p := pl.p
+	for s := range pl.toRecord {
+		if pl.ctx.Err() != nil {
+			pl.releaseAll(s.b)
+			continue
+		}
+		if err := p.record(pl.ctx, s.b, s.took); err != nil {
+			pl.releaseAll(s.b)
+			pl.fail(err)
+			continue
+		}
+		p.progress()
+		if p.cfg.DryRun {
+			pl.releaseAll(s.b)
+			continue
+		}
+		pl.work.Add(1)
+		go func() {
+			defer pl.work.Done()
+			pl.archive(s.b)
+		}()
+	}
 }
 
 // claim checks one listed entry and reads it. It returns nil when the entry
@@ -575,11 +628,12 @@ func (p *puller) record(ctx context.Context, batch []claimed, spooled time.Durat
 	return nil
 }
 
-// archiveBatch archives a stored batch on the host, its renames in flight
-// together, and records which were archived. A file that cannot be archived
-// stays in its inbox and is retried by the next run; a broken connection
-// fails the pull.
-func (p *puller) archiveBatch(ctx context.Context, batch []claimed, release func(int64), fail func(error)) {
+// archive renames a recorded batch's files on the host, in flight
+// together, gives back each file's slot, and records which were archived.
+// A file that cannot be archived stays in its inbox and is retried by the
+// next run; a broken connection fails the pull.
+func (pl *pipeline) archive(batch []claimed) {
+	p, ctx := pl.p, pl.ctx
 	began := time.Now()
 	defer func() {
 		p.log.Debug("archived a batch", "host", p.cfg.Host, "files", len(batch), "took", time.Since(began))
@@ -591,7 +645,7 @@ func (p *puller) archiveBatch(ctx context.Context, batch []claimed, release func
 		go func() {
 			defer wg.Done()
 			c := &batch[i]
-			defer release(c.weight)
+			defer pl.release(c.weight)
 			err := p.archive(ctx, c)
 			if err == nil {
 				ok[i] = true
@@ -599,7 +653,7 @@ func (p *puller) archiveBatch(ctx context.Context, batch []claimed, release func
 				return
 			}
 			if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
-				fail(fmt.Errorf("%w (stored but not yet archived; the next run finishes them)", err))
+				pl.fail(fmt.Errorf("%w (stored but not yet archived; the next run finishes them)", err))
 				return
 			}
 			p.log.Warn("archive failed", "host", p.cfg.Host, "name", Quote(path.Join(c.src.Inbox, c.src.Name)), "err", err)
@@ -624,7 +678,7 @@ func (p *puller) archiveBatch(ctx context.Context, batch []claimed, release func
 	// Record what was renamed even when the pull is failing: the next run
 	// then has less to confirm.
 	if err := p.rec.MarkArchived(context.WithoutCancel(ctx), done); err != nil {
-		fail(fmt.Errorf("record archive: %w", err))
+		pl.fail(fmt.Errorf("record archive: %w", err))
 	}
 }
 
