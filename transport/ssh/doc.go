@@ -1,4 +1,4 @@
-// Package sshfs is the SSH transport: a transport.FS over SFTP
+// Package ssh is the SSH transport: a transport.FS over SFTP
 // (golang.org/x/crypto/ssh and github.com/pkg/sftp).
 //
 // What it promises, beyond the transport.FS contract:
@@ -47,4 +47,4 @@
 //     guard answers its CLOSE at once and drops the server's answer.
 //     Rename on OpenSSH of a file ReadFile just read takes one (see
 //     FS.Rename for why only then), two otherwise.
-package sshfs
+package ssh

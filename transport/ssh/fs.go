@@ -1,4 +1,4 @@
-package sshfs
+package ssh
 
 import (
 	"context"
