@@ -25,6 +25,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -146,11 +147,10 @@ func Doctor(ctx context.Context, opts DoctorOptions) *DoctorReport {
 		return rep
 	}
 	ws := opts.Workspace
-	if ws == "" {
-		ws = m.Workspace
-	}
-	if abs, err := filepath.Abs(ws); err == nil {
+	if abs, err := setup.Workspace(m, ws); err == nil {
 		ws = abs
+	} else if ws == "" {
+		ws = m.Workspace
 	}
 	add(Check{Scope: "manifest", Name: "manifest", Status: CheckOK,
 		Message: fmt.Sprintf("%s: %d host(s), workspace %s", m.Path, len(m.Hosts), ws)})
@@ -507,7 +507,7 @@ func doctorTimer(ctx context.Context) Check {
 // returns their checks in manifest order.
 func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts DoctorOptions) [][]Check {
 	out := make([][]Check, len(hosts))
-	forEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		out[i] = doctorHost(ctx, h, opts)
 	})
 	return out
@@ -527,7 +527,7 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts DoctorOptions) 
 	dial := opts.Dial
 	if dial == nil {
 		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
-			return DialHost(ctx, h, opts.Log)
+			return setup.Dial(ctx, h, opts.Log)
 		}
 	}
 	start := time.Now()
@@ -546,7 +546,7 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts DoctorOptions) 
 	}
 	check(Check{Name: "reachable", Status: CheckOK, Message: "reachable (" + how + ")"})
 
-	cfg := claimConfig(h, opts.Log)
+	cfg := setup.ClaimConfig(h, opts.Log)
 	inboxes, err := claim.Discover(ctx, fsys, cfg)
 	if err != nil {
 		hint := "check this host's inboxes and discover roots in the manifest (symlinks are never followed: name the real path)"

@@ -15,6 +15,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -76,10 +77,10 @@ func (r *PruneReport) Failed() bool {
 func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 	m := opts.Manifest
 	if m == nil {
-		return nil, &UsageError{"no manifest"}
+		return nil, &UsageError{Msg: "no manifest"}
 	}
 	if opts.OlderThan <= 0 {
-		return nil, &UsageError{"--older-than must be a positive duration, such as 30d"}
+		return nil, &UsageError{Msg: "--older-than must be a positive duration, such as 30d"}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -91,15 +92,12 @@ func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	hosts, err := selectHosts(m, opts.Hosts)
+	hosts, err := setup.Hosts(m, opts.Hosts)
 	if err != nil {
 		return nil, err
 	}
-	wsDir := opts.Workspace
-	if wsDir == "" {
-		wsDir = m.Workspace
-	}
-	if wsDir, err = filepath.Abs(wsDir); err != nil {
+	wsDir, err := setup.Workspace(m, opts.Workspace)
+	if err != nil {
 		return nil, err
 	}
 	unlock, err := lock(wsDir, opts.DryRun)
@@ -110,7 +108,7 @@ func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 
 	r := &PruneReport{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]HostPrune, len(hosts))}
 	log.Info("prune started", "workspace", wsDir, "cutoff", r.Cutoff, "dry_run", opts.DryRun, "hosts", len(hosts))
-	forEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, log)
 	})
 
@@ -164,7 +162,7 @@ func pruneHost(ctx context.Context, h manifest.HostConfig, opts PruneOptions, cu
 	defer cancel()
 	dial := opts.Dial
 	if dial == nil {
-		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return DialHost(ctx, h, log) }
+		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return setup.Dial(ctx, h, log) }
 	}
 	fsys, err := dial(ctx, h)
 	if err == nil {
@@ -182,7 +180,7 @@ func pruneHost(ctx context.Context, h manifest.HostConfig, opts PruneOptions, cu
 }
 
 func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig, dryRun bool, cutoff time.Time, hp *HostPrune, log *slog.Logger) error {
-	cfg := claimConfig(h, log)
+	cfg := setup.ClaimConfig(h, log)
 	inboxes, err := claim.Discover(ctx, fsys, cfg)
 	if err != nil {
 		return err

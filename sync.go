@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -34,12 +34,10 @@ var ErrLocked = errors.New("another handoff run holds the workspace lock")
 
 // UsageError is a mistake in how Sync was called (an unknown host name);
 // the CLI exits 2 for it.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
+type UsageError = setup.UsageError
 
 // Dialer opens the transport for one host. The caller closes it.
-type Dialer func(ctx context.Context, h manifest.HostConfig) (transport.FS, error)
+type Dialer = setup.Dialer
 
 // Options configure Sync.
 type Options struct {
@@ -86,7 +84,7 @@ type HostProgress struct {
 func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	m := opts.Manifest
 	if m == nil {
-		return nil, &UsageError{"no manifest"}
+		return nil, &UsageError{Msg: "no manifest"}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -94,15 +92,11 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if opts.Parallel <= 0 {
 		opts.Parallel = 8
 	}
-	hosts, err := selectHosts(m, opts.Hosts)
+	hosts, err := setup.Hosts(m, opts.Hosts)
 	if err != nil {
 		return nil, err
 	}
-	wsDir := opts.Workspace
-	if wsDir == "" {
-		wsDir = m.Workspace
-	}
-	wsDir, err = filepath.Abs(wsDir)
+	wsDir, err := setup.Workspace(m, opts.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -295,29 +289,11 @@ func hostEntry(rep claim.HostReport) receipts.Host {
 	return h
 }
 
-func selectHosts(m *manifest.Manifest, names []string) ([]manifest.HostConfig, error) {
-	all := m.HostConfigs()
-	if len(names) == 0 {
-		return all, nil
-	}
-	var out []manifest.HostConfig
-	for _, n := range names {
-		h, ok := m.Host(n)
-		if !ok {
-			return nil, &UsageError{fmt.Sprintf("unknown host %q; the manifest has: %s", n, strings.Join(m.HostNames(), ", "))}
-		}
-		if !slices.ContainsFunc(out, func(x manifest.HostConfig) bool { return x.Name == n }) {
-			out = append(out, h)
-		}
-	}
-	return out, nil
-}
-
 // pullAll pulls hosts concurrently, at most opts.Parallel at once, each
 // under its own deadline. Reports come back in manifest order.
 func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) []claim.HostReport {
 	out := make([]claim.HostReport, len(hosts))
-	forEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		out[i] = pullHost(ctx, h, opts, st, runID, log)
 	})
 	return out
@@ -348,7 +324,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 	defer cancel()
 	dial := opts.Dial
 	if dial == nil {
-		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return DialHost(ctx, h, log) }
+		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return setup.Dial(ctx, h, log) }
 	}
 	fsys, err := dial(ctx, h)
 	if err != nil {

@@ -78,7 +78,7 @@ type WhereSource struct {
 // Where writes nothing; see ingest.LedgerView for how it reads.
 func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
 	if strings.TrimSpace(query) == "" {
-		return nil, &UsageError{"where: empty name"}
+		return nil, &UsageError{Msg: "where: empty name"}
 	}
 	ws, err := filepath.Abs(workspace)
 	if err != nil {

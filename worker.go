@@ -15,6 +15,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -79,7 +80,7 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	began := time.Now()
-	fsys, err := DialHost(ctx, h, log)
+	fsys, err := setup.Dial(ctx, h, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -91,7 +92,7 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 // pullWith runs claim.Pull with a host's settings and turns a blown
 // deadline into a host error.
 func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp claim.Spool, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, log *slog.Logger) claim.HostReport {
-	cfg := claimConfig(h, log)
+	cfg := setup.ClaimConfig(h, log)
 	cfg.DryRun, cfg.Now = dryRun, now
 	// In a worker this log is stderr as JSON lines: relayLog turns each of
 	// these into a "pulling" update for the parent's Progress.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -243,14 +244,14 @@ func localUser() string {
 	return "demo" // the embedded server accepts any user name
 }
 
-// isolatedDial dials in-process pulls as handoff.DialHost does, except
+// isolatedDial dials in-process pulls as setup.Dial does, except
 // that SSH hosts are resolved against sshConfig instead of ~/.ssh/config
 // and use the agent socket noAgent, a path where no agent listens, instead
 // of $SSH_AUTH_SOCK.
 func isolatedDial(sshConfig, noAgent string, log *slog.Logger) handoff.Dialer {
 	return func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
 		if h.Transport != manifest.TransportSSH || h.SSH == nil {
-			return handoff.DialHost(ctx, h, log)
+			return setup.Dial(ctx, h, log)
 		}
 		s := h.SSH
 		cfg, err := sshfs.Resolve(s.Host, sshfs.Config{

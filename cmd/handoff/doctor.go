@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,15 +46,9 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 	if c.every <= 0 {
 		return usageError{errors.New("--every must be positive")}
 	}
-	m, err := loadManifest(c.manifestPath)
+	m, ws, err := loadWiring(c.manifestPath, c.workspace)
 	if err != nil {
 		return err
-	}
-	ws := c.workspace
-	if ws != "" {
-		if ws, err = filepath.Abs(ws); err != nil {
-			return err
-		}
 	}
 	rep := handoff.Doctor(cmd.Context(), handoff.DoctorOptions{
 		Manifest: m, Workspace: ws, Every: c.every, Log: c.g.logger(),

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"
 
-	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	sshfs "github.com/handoff-sync/handoff/transport/ssh"
 )
@@ -41,7 +41,7 @@ func newHostsCmd(g *globals) *cobra.Command {
 			if h.Transport != manifest.TransportSSH {
 				return &exitError{code: exitUsage, err: fmt.Errorf("host %s uses transport %s; only ssh hosts have keys", h.Name, h.Transport)}
 			}
-			cfg, err := handoff.SSHConfig(h)
+			cfg, err := setup.SSHConfig(h)
 			if err != nil {
 				return err
 			}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -57,15 +56,9 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 	if age <= 0 {
 		return usageError{fmt.Errorf("--older-than %s: must be more than 0", c.olderThan)}
 	}
-	m, err := loadManifest(c.manifestPath)
+	m, ws, err := loadWiring(c.manifestPath, c.workspace)
 	if err != nil {
 		return err
-	}
-	ws := c.workspace
-	if ws != "" {
-		if ws, err = filepath.Abs(ws); err != nil {
-			return err
-		}
 	}
 	r, err := handoff.Prune(cmd.Context(), handoff.PruneOptions{
 		Manifest: m, Workspace: ws, Hosts: c.hosts, OlderThan: age, DryRun: c.dryRun, Log: c.g.logger(),

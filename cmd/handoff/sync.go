@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/notify"
 	"github.com/handoff-sync/handoff/receipts"
@@ -54,15 +54,9 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	if c.quiet && c.json {
 		return usageError{errors.New("--quiet and --json exclude each other")}
 	}
-	m, err := loadManifest(c.manifestPath)
+	m, ws, err := loadWiring(c.manifestPath, c.workspace)
 	if err != nil {
 		return err
-	}
-	ws := c.workspace
-	if ws != "" {
-		if ws, err = filepath.Abs(ws); err != nil {
-			return err
-		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -125,6 +119,21 @@ func (c *syncCmd) notifier(m *manifest.Manifest) (handoff.Notifier, error) {
 		return nil, &exitError{code: exitUsage, err: err, hint: "use the full ping URL, such as https://hc-ping.com/<uuid>"}
 	}
 	return p, nil
+}
+
+// loadWiring loads the manifest at path (or the default one) and resolves
+// the workspace: dir when set (--workspace), else the manifest's, absolute.
+// sync, doctor and prune start from here.
+func loadWiring(path, dir string) (*manifest.Manifest, string, error) {
+	m, err := loadManifest(path)
+	if err != nil {
+		return nil, "", err
+	}
+	ws, err := setup.Workspace(m, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, ws, nil
 }
 
 // loadManifest loads the manifest at path, or the default one.
