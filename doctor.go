@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -12,10 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -208,22 +204,22 @@ func doctorWorkspace(ctx context.Context, ws string, opts DoctorOptions) []Check
 
 	// The lock, held shared while the ledger is read when no run holds it.
 	lockPath := filepath.Join(ws, layout.LockFile)
-	lk, err := probeLock(lockPath)
+	lk, err := setup.ProbeLock(lockPath)
 	if err != nil {
 		check("lock", CheckFail, fmt.Sprintf("cannot check the lock %s: %v", lockPath, err),
 			"make it a regular file readable by this user, or remove it when no sync is running")
 	}
-	defer lk.release()
+	defer lk.Release()
 	switch {
 	case err != nil:
-	case !lk.exists:
+	case !lk.Exists:
 		check("lock", CheckOK, "lock free (no run has taken it yet)", "")
-	case !lk.held:
+	case !lk.Held:
 		check("lock", CheckOK, "lock free", "")
-	case lk.pid > 0 && pidAlive(lk.pid):
-		check("lock", CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress)", lk.pid), "")
-	case lk.pid > 0:
-		check("lock", CheckWarn, fmt.Sprintf("lock held, but pid %d named in it is not running", lk.pid),
+	case lk.PID > 0 && setup.PIDAlive(lk.PID):
+		check("lock", CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress)", lk.PID), "")
+	case lk.PID > 0:
+		check("lock", CheckWarn, fmt.Sprintf("lock held, but pid %d named in it is not running", lk.PID),
 			fmt.Sprintf("a dry run (which does not write its pid) or a process the run started holds it: find the holder with `fuser -v %s`, and stop it if it is stuck; until then every sync exits 75", lockPath))
 	default:
 		check("lock", CheckWarn, "lock held by a process that did not write its pid",
@@ -232,57 +228,13 @@ func doctorWorkspace(ctx context.Context, ws string, opts DoctorOptions) []Check
 
 	// Idle: this doctor holds the lock, or there is no lock file and so
 	// no run. Otherwise the ledger is read live.
-	idle := err == nil && !lk.held
-	out = append(out, doctorLedger(ctx, ws, idle, lk.held)...)
-	lk.release() // the rest reads files that runs replace atomically
+	idle := err == nil && !lk.Held
+	out = append(out, doctorLedger(ctx, ws, idle, lk.Held)...)
+	lk.Release() // the rest reads files that runs replace atomically
 
 	out = append(out, doctorReviewInbox(ws))
 	out = append(out, doctorReceipt(ws, opts))
 	return out
-}
-
-// lockProbe is what probeLock found.
-type lockProbe struct {
-	exists  bool
-	held    bool // by another process
-	pid     int  // the pid in the file, 0 if none
-	release func()
-}
-
-// probeLock tries to take the lock file shared without blocking, without
-// creating it. When it succeeds, release lets go; no run can start until
-// then.
-func probeLock(p string) (lockProbe, error) {
-	lk := lockProbe{release: func() {}}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return lk, nil
-	}
-	if err != nil {
-		return lk, err
-	}
-	lk.exists = true
-	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
-	if errors.Is(err, unix.EWOULDBLOCK) {
-		lk.held = true
-		b, _ := io.ReadAll(io.LimitReader(f, 32))
-		lk.pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		f.Close()
-		return lk, nil
-	}
-	if err != nil {
-		f.Close()
-		return lk, err
-	}
-	var once sync.Once
-	lk.release = func() { once.Do(func() { f.Close() }) } // closing drops the flock
-	return lk, nil
-}
-
-// pidAlive reports whether a process with this pid exists.
-func pidAlive(pid int) bool {
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Check {

@@ -100,7 +100,7 @@ func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lock(wsDir, opts.DryRun)
+	unlock, err := setup.Lock(wsDir, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}

@@ -4,20 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/gofrs/flock"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
-	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -30,7 +24,7 @@ import (
 const maxRunLog = 8 << 20
 
 // ErrLocked means another run holds the workspace lock.
-var ErrLocked = errors.New("another handoff run holds the workspace lock")
+var ErrLocked = setup.ErrLocked
 
 // UsageError is a mistake in how Sync was called (an unknown host name);
 // the CLI exits 2 for it.
@@ -108,7 +102,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	}
 	log := slog.New(slog.NewMultiHandler(handlers...))
 
-	unlock, err := lock(wsDir, opts.DryRun)
+	unlock, err := setup.Lock(wsDir, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -426,42 +420,6 @@ func openSpool(dir, base string) (*spoolHandle, error) {
 		}
 		return upper.Close()
 	}}, nil
-}
-
-// lock takes the workspace lock. An applied run creates .handoff/lock and
-// writes its pid into it; a dry run locks only an existing lock file, so it
-// creates nothing.
-func lock(ws string, dryRun bool) (func(), error) {
-	path := filepath.Join(ws, layout.LockFile)
-	if dryRun {
-		if _, err := os.Stat(path); err != nil {
-			return func() {}, nil
-		}
-	} else if err := durable.MkdirAllPath(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", ws, err)
-	}
-	fl := flock.New(path)
-	ok, err := fl.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if !ok {
-		pid := ""
-		if b, err := os.ReadFile(path); err == nil {
-			pid = strings.TrimSpace(string(b))
-		}
-		if pid != "" {
-			return nil, fmt.Errorf("%w (pid %s, %s)", ErrLocked, pid, path)
-		}
-		return nil, fmt.Errorf("%w (%s)", ErrLocked, path)
-	}
-	if !dryRun {
-		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0); err == nil {
-			f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
-			f.Close()
-		}
-	}
-	return func() { fl.Unlock() }, nil
 }
 
 func newRunID(t time.Time) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/setup"
 )
 
 // ErrNoLedger means the workspace has no ledger: no run has stored
@@ -84,9 +85,9 @@ func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	lk, err := probeLock(filepath.Join(ws, layout.LockFile))
-	idle := err == nil && !lk.held
-	defer lk.release()
+	lk, err := setup.ProbeLock(filepath.Join(ws, layout.LockFile))
+	idle := err == nil && !lk.Held
+	defer lk.Release()
 	v, err := ingest.OpenLedgerReadOnly(filepath.Join(ws, layout.LedgerFile), idle)
 	if err != nil {
 		return nil, err
