@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/handoff-sync/handoff/internal/doctor"
 	"github.com/spf13/cobra"
-
-	"github.com/handoff-sync/handoff"
 )
 
 func init() { commands = append(commands, newDoctorCmd) }
@@ -38,7 +37,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	f.BoolVar(&c.json, "json", false, "print the report as JSON on stdout")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
-	f.DurationVar(&c.every, "every", handoff.DefaultEvery, "how often the timer runs a sync; a last run older than 2x this warns, 6x fails")
+	f.DurationVar(&c.every, "every", doctor.DefaultEvery, "how often the timer runs a sync; a last run older than 2x this warns, 6x fails")
 	return cmd
 }
 
@@ -50,7 +49,7 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	rep := handoff.Doctor(cmd.Context(), handoff.DoctorOptions{
+	rep := doctor.Run(cmd.Context(), doctor.Options{
 		Manifest: m, Workspace: ws, Every: c.every, Log: c.g.logger(),
 	})
 	if c.json {
@@ -62,7 +61,7 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 	} else {
 		for _, ch := range rep.Checks {
 			fmt.Fprintf(c.g.stdout, "[%s] %s: %s\n", ch.Status, ch.Scope, ch.Message)
-			if ch.Status != handoff.CheckOK && ch.Hint != "" {
+			if ch.Status != doctor.CheckOK && ch.Hint != "" {
 				fmt.Fprintf(c.g.stdout, "  hint: %s\n", ch.Hint)
 			}
 		}

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/where"
 )
 
 func init() { commands = append(commands, newWhereCmd) }
@@ -64,8 +64,8 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	q := args[0]
-	matches, err := handoff.Where(cmd.Context(), ws, q)
-	if errors.Is(err, handoff.ErrNoLedger) {
+	matches, err := where.Lookup(cmd.Context(), ws, q)
+	if errors.Is(err, where.ErrNoLedger) {
 		return &exitError{code: exitFailed, err: fmt.Errorf("no ledger in %s: no sync has stored anything in this workspace", ws),
 			hint: "run `handoff sync`, or name the workspace the timer uses with --workspace (or --manifest)"}
 	}
@@ -111,7 +111,7 @@ func safeText(s string) string {
 
 // describeMatch prints one match: a header host:path, then one indented
 // "label: value" line per fact.
-func describeMatch(w io.Writer, m handoff.WhereMatch) {
+func describeMatch(w io.Writer, m where.Match) {
 	line := func(label, format string, args ...any) {
 		fmt.Fprintf(w, "  %-12s %s\n", label+":", fmt.Sprintf(format, args...))
 	}
@@ -122,7 +122,7 @@ func describeMatch(w io.Writer, m handoff.WhereMatch) {
 		return t.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintf(w, "%s:%s\n", safeText(m.Host), safeText(m.Path))
-	if m.Kind == handoff.WhereRejected {
+	if m.Kind == where.Rejected {
 		line("result", "rejected (%s): never read", m.Reason)
 		if m.ArchivedAs != "" {
 			line("archived as", "%s", safeText(m.ArchivedAs))

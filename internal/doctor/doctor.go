@@ -1,4 +1,4 @@
-package handoff
+package doctor
 
 import (
 	"context"
@@ -55,8 +55,8 @@ const (
 	maxRejectedListed = 20
 )
 
-// DoctorOptions configure Doctor.
-type DoctorOptions struct {
+// Options configure Doctor.
+type Options struct {
 	Manifest  *manifest.Manifest
 	Workspace string        // overrides the manifest's
 	Every     time.Duration // the timer's interval; 0 means DefaultEvery
@@ -64,7 +64,7 @@ type DoctorOptions struct {
 	// ConnectTimeout caps each host's connect deadline (the host's own
 	// timeout applies when shorter); 0 means DoctorConnectTimeout.
 	ConnectTimeout time.Duration
-	Dial           Dialer       // nil: DialHost
+	Dial           setup.Dialer // nil: setup.Dial
 	Log            *slog.Logger // nil discards
 	Now            func() time.Time
 }
@@ -95,9 +95,9 @@ type InboxStatus struct {
 	RejectedCount int      `json:"rejected_count"`
 }
 
-// DoctorReport is every check, workspace first, then hosts in manifest
+// Report is every check, workspace first, then hosts in manifest
 // order. OK is false when any check failed.
-type DoctorReport struct {
+type Report struct {
 	Checks []Check `json:"checks"`
 	OK     bool    `json:"ok"`
 }
@@ -111,7 +111,7 @@ type DoctorReport struct {
 // the ledger. To read the ledger consistently it holds the workspace lock
 // shared for a few milliseconds when no run holds it; a sync that starts in
 // that instant exits 75 and the next tick retries.
-func Doctor(ctx context.Context, opts DoctorOptions) *DoctorReport {
+func Run(ctx context.Context, opts Options) *Report {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -127,7 +127,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) *DoctorReport {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	rep := &DoctorReport{Checks: []Check{}, OK: true}
+	rep := &Report{Checks: []Check{}, OK: true}
 	add := func(cs ...Check) {
 		for _, c := range cs {
 			if c.Status == CheckFail {
@@ -161,7 +161,7 @@ func Doctor(ctx context.Context, opts DoctorOptions) *DoctorReport {
 // ---------------------------------------------------------------------------
 // Workspace.
 
-func doctorWorkspace(ctx context.Context, ws string, opts DoctorOptions) []Check {
+func doctorWorkspace(ctx context.Context, ws string, opts Options) []Check {
 	var out []Check
 	check := func(name, status, msg, hint string) {
 		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
@@ -317,7 +317,7 @@ func doctorReviewInbox(ws string) Check {
 	return c
 }
 
-func doctorReceipt(ws string, opts DoctorOptions) Check {
+func doctorReceipt(ws string, opts Options) Check {
 	c := Check{Scope: "workspace", Name: "last-run", Status: CheckOK}
 	p := filepath.Join(ws, layout.ReceiptsDir, "latest.json")
 	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
@@ -457,7 +457,7 @@ func doctorTimer(ctx context.Context) Check {
 
 // doctorHosts checks hosts concurrently, at most opts.Parallel at once, and
 // returns their checks in manifest order.
-func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts DoctorOptions) [][]Check {
+func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts Options) [][]Check {
 	out := make([][]Check, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		out[i] = doctorHost(ctx, h, opts)
@@ -465,7 +465,7 @@ func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts DoctorOp
 	return out
 }
 
-func doctorHost(ctx context.Context, h manifest.HostConfig, opts DoctorOptions) []Check {
+func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options) []Check {
 	scope := "host " + h.Name
 	var out []Check
 	check := func(c Check) {

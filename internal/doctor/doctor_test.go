@@ -1,15 +1,11 @@
-package handoff_test
+package doctor_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,93 +18,54 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/doctor"
+	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
 )
 
-// drEnv is a workspace and one local host with two repositories, app and
-// lib, each with an inbox, for the doctor and where tests.
-type drEnv struct {
-	t        *testing.T
-	dir      string
-	ws       string
-	inbox    string // repos/app/.claude/memory-handoffs
-	inbox2   string // repos/lib/.codex/memory-handoffs
-	manifest string
-	m        *manifest.Manifest
-}
+// drEnv is testenv's Env with the runs the doctor tests make.
+type drEnv struct{ *testenv.Env }
 
-// newDrEnv builds the environment; extra is appended to the manifest's
-// canonical host entry (more keys) or host list.
-func newDrEnv(t *testing.T, extra string) *drEnv {
-	t.Helper()
-	t.Setenv("XDG_RUNTIME_DIR", "") // no systemd user session: a known timer check
-	dir := t.TempDir()
-	e := &drEnv{t: t, dir: dir, ws: filepath.Join(dir, "ws"),
-		inbox:    filepath.Join(dir, "repos/app/.claude/memory-handoffs"),
-		inbox2:   filepath.Join(dir, "repos/lib/.codex/memory-handoffs"),
-		manifest: filepath.Join(dir, "writers.yaml")}
-	for _, d := range []string{e.inbox, e.inbox2} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	yml := fmt.Sprintf("version: 1\nworkspace: %s\ndefaults: {settle: 0s}\nhosts:\n  - name: canonical\n    transport: local\n    discover: [{root: %s, max_depth: 2}]\n%s",
-		e.ws, filepath.Join(dir, "repos"), extra)
-	if err := os.WriteFile(e.manifest, []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := manifest.Load(e.manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.m = m
-	return e
-}
-
-func (e *drEnv) put(inbox, name, content string) {
-	e.t.Helper()
-	if err := os.WriteFile(filepath.Join(inbox, name), []byte(content), 0o644); err != nil {
-		e.t.Fatal(err)
-	}
-}
+func newDrEnv(t *testing.T, extra string) *drEnv { return &drEnv{testenv.NewEnv(t, extra)} }
 
 func (e *drEnv) sync() *receipts.Receipt {
-	e.t.Helper()
-	r, err := handoff.Sync(context.Background(), handoff.Options{Manifest: e.m})
+	e.T.Helper()
+	r, err := handoff.Sync(context.Background(), handoff.Options{Manifest: e.M})
 	if err != nil {
-		e.t.Fatalf("Sync: %v", err)
+		e.T.Fatalf("Sync: %v", err)
 	}
 	return r
 }
 
-func (e *drEnv) doctor(set ...func(*handoff.DoctorOptions)) *handoff.DoctorReport {
-	e.t.Helper()
-	opts := handoff.DoctorOptions{Manifest: e.m}
+func (e *drEnv) doctor(set ...func(*doctor.Options)) *doctor.Report {
+	e.T.Helper()
+	opts := doctor.Options{Manifest: e.M}
 	for _, f := range set {
 		f(&opts)
 	}
-	rep := handoff.Doctor(context.Background(), opts)
-	drCheckShape(e.t, rep)
+	rep := doctor.Run(context.Background(), opts)
+	drCheckShape(e.T, rep)
 	return rep
 }
 
 // drCheckShape asserts what every report must hold: OK is false exactly
 // when a check failed, every status is known, every problem has a hint,
 // and workspace checks come before host checks.
-func drCheckShape(t *testing.T, rep *handoff.DoctorReport) {
+func drCheckShape(t testing.TB, rep *doctor.Report) {
 	t.Helper()
 	failed := false
 	seenHost := false
 	for _, c := range rep.Checks {
 		switch c.Status {
-		case handoff.CheckOK:
-		case handoff.CheckWarn, handoff.CheckFail:
+		case doctor.CheckOK:
+		case doctor.CheckWarn, doctor.CheckFail:
 			if c.Hint == "" {
 				t.Errorf("%s %s: %s has no hint", c.Scope, c.Name, c.Status)
 			}
-			failed = failed || c.Status == handoff.CheckFail
+			failed = failed || c.Status == doctor.CheckFail
 		default:
 			t.Errorf("%s %s: unknown status %q", c.Scope, c.Name, c.Status)
 		}
@@ -124,8 +81,8 @@ func drCheckShape(t *testing.T, rep *handoff.DoctorReport) {
 }
 
 // drFind returns the checks of scope with name.
-func drFind(rep *handoff.DoctorReport, scope, name string) []handoff.Check {
-	var out []handoff.Check
+func drFind(rep *doctor.Report, scope, name string) []doctor.Check {
+	var out []doctor.Check
 	for _, c := range rep.Checks {
 		if c.Scope == scope && c.Name == name {
 			out = append(out, c)
@@ -134,7 +91,7 @@ func drFind(rep *handoff.DoctorReport, scope, name string) []handoff.Check {
 	return out
 }
 
-func drOne(t *testing.T, rep *handoff.DoctorReport, scope, name string) handoff.Check {
+func drOne(t *testing.T, rep *doctor.Report, scope, name string) doctor.Check {
 	t.Helper()
 	cs := drFind(rep, scope, name)
 	if len(cs) != 1 {
@@ -143,84 +100,11 @@ func drOne(t *testing.T, rep *handoff.DoctorReport, scope, name string) handoff.
 	return cs[0]
 }
 
-func drWant(t *testing.T, c handoff.Check, status, msgPart string) {
+func drWant(t *testing.T, c doctor.Check, status, msgPart string) {
 	t.Helper()
 	if c.Status != status || !strings.Contains(c.Message, msgPart) {
 		t.Errorf("%s %s: [%s] %s (hint %q); want [%s] containing %q", c.Scope, c.Name, c.Status, c.Message, c.Hint, status, msgPart)
 	}
-}
-
-// drTree maps every path under root to its type and content hash; equal
-// maps before and after mean nothing under root was created, removed or
-// changed.
-func drTree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			out[rel] = "symlink " + target
-		case d.IsDir():
-			out[rel] = "dir"
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = "file " + drSum(string(b))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func drSameTree(t *testing.T, what string, before, after map[string]string) {
-	t.Helper()
-	if maps.Equal(before, after) {
-		return
-	}
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s: %s was %q, now %q", what, k, v, after[k])
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("%s: %s appeared (%s)", what, k, v)
-		}
-	}
-}
-
-func drSum(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
-
-func drHandoff(pairs ...string) string {
-	var b strings.Builder
-	b.WriteString("# Memory Handoff\n\n")
-	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(&b, "## %s\n%s\n\n", pairs[i], pairs[i+1])
-	}
-	return b.String()
-}
-
-func drDoc(target, text string) string {
-	return drHandoff("Type", "workflow", "Title", "t", "Summary", "s", "Recommended memory action", "no-card",
-		"Target document", target, "Suggested document content", text)
-}
-
-func drCard(name, body string) string {
-	return drHandoff("Type", "setup", "Title", "t", "Summary", "s", "Recommended memory action", "create-card",
-		"Target card", name, "Suggested card content", "---\ntopic: x\ncategory: c\ntags: [a]\n---\n"+body)
 }
 
 // TestDoctorHealthy: after a sync, doctor reports every workspace check
@@ -229,20 +113,20 @@ func drCard(name, body string) string {
 // inboxes) hashes the same before and after.
 func TestDoctorHealthy(t *testing.T) {
 	e := newDrEnv(t, "")
-	e.put(e.inbox, "doc.md", drDoc("TOOLS.md", "- jq"))
-	e.put(e.inbox, "junk.md", "not a handoff\n")
-	if err := os.Symlink(filepath.Join(e.dir, "writers.yaml"), filepath.Join(e.inbox, "link.md")); err != nil {
+	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
+	e.Put(e.Inbox, "junk.md", "not a handoff\n")
+	if err := os.Symlink(filepath.Join(e.Dir, "writers.yaml"), filepath.Join(e.Inbox, "link.md")); err != nil {
 		t.Fatal(err)
 	}
 	r := e.sync()
 	if r.Outcome != receipts.OutcomeOK || r.Counts.Rejected != 1 || r.Counts.Malformed != 1 {
 		t.Fatalf("fixture sync: %s %+v", r.Outcome, r.Counts)
 	}
-	e.put(e.inbox, "later.md", drDoc("TOOLS.md", "- later"))
+	e.Put(e.Inbox, "later.md", testenv.Doc("TOOLS.md", "- later"))
 
-	before := drTree(t, e.dir)
+	before := testenv.Tree(t, e.Dir)
 	rep := e.doctor()
-	drSameTree(t, "doctor", before, drTree(t, e.dir))
+	testenv.SameTree(t, "doctor", before, testenv.Tree(t, e.Dir))
 
 	if !rep.OK {
 		t.Fatalf("report not OK: %+v", rep.Checks)
@@ -250,34 +134,34 @@ func TestDoctorHealthy(t *testing.T) {
 	if rep.Checks[0].Scope != "manifest" {
 		t.Errorf("first check %+v, want the manifest", rep.Checks[0])
 	}
-	drWant(t, drOne(t, rep, "workspace", "workspace"), handoff.CheckOK, "is writable")
-	drWant(t, drOne(t, rep, "workspace", "lock"), handoff.CheckOK, "lock free")
-	drWant(t, drOne(t, rep, "workspace", "ledger"), handoff.CheckOK, "passes integrity_check (2 source(s)")
-	drWant(t, drOne(t, rep, "workspace", "plans"), handoff.CheckOK, "no interrupted plans")
-	drWant(t, drOne(t, rep, "workspace", "malformed"), handoff.CheckOK, "1 malformed handoff(s)")
-	drWant(t, drOne(t, rep, "workspace", "review-inbox"), handoff.CheckOK, "")
-	drWant(t, drOne(t, rep, "workspace", "last-run"), handoff.CheckOK, "last run "+r.RunID+" finished")
-	drWant(t, drOne(t, rep, "timer", "timer"), handoff.CheckWarn, "systemd user session not available; check your cron line")
-	drWant(t, drOne(t, rep, "host canonical", "reachable"), handoff.CheckOK, "reachable (local)")
+	drWant(t, drOne(t, rep, "workspace", "workspace"), doctor.CheckOK, "is writable")
+	drWant(t, drOne(t, rep, "workspace", "lock"), doctor.CheckOK, "lock free")
+	drWant(t, drOne(t, rep, "workspace", "ledger"), doctor.CheckOK, "passes integrity_check (2 source(s)")
+	drWant(t, drOne(t, rep, "workspace", "plans"), doctor.CheckOK, "no interrupted plans")
+	drWant(t, drOne(t, rep, "workspace", "malformed"), doctor.CheckOK, "1 malformed handoff(s)")
+	drWant(t, drOne(t, rep, "workspace", "review-inbox"), doctor.CheckOK, "")
+	drWant(t, drOne(t, rep, "workspace", "last-run"), doctor.CheckOK, "last run "+r.RunID+" finished")
+	drWant(t, drOne(t, rep, "timer", "timer"), doctor.CheckWarn, "systemd user session not available; check your cron line")
+	drWant(t, drOne(t, rep, "host canonical", "reachable"), doctor.CheckOK, "reachable (local)")
 
 	inboxes := drFind(rep, "host canonical", "inbox")
 	if len(inboxes) != 2 {
 		t.Fatalf("%d inbox checks, want 2: %+v", len(inboxes), inboxes)
 	}
 	app := inboxes[0]
-	if app.Inbox == nil || app.Inbox.Path != e.inbox {
-		t.Fatalf("first inbox check %+v, want %s", app, e.inbox)
+	if app.Inbox == nil || app.Inbox.Path != e.Inbox {
+		t.Fatalf("first inbox check %+v, want %s", app, e.Inbox)
 	}
 	st := app.Inbox
 	if st.Pending != 1 || st.Processed != 1 || st.Malformed != 1 || st.RejectedCount != 1 || len(st.Rejected) != 1 || st.Rejected[0] != `"link.md"` {
 		t.Errorf("app inbox counts %+v", st)
 	}
-	drWant(t, app, handoff.CheckWarn, `1 pending`)
-	drWant(t, app, handoff.CheckWarn, `1 rejected (never read): "link.md"`)
+	drWant(t, app, doctor.CheckWarn, `1 pending`)
+	drWant(t, app, doctor.CheckWarn, `1 rejected (never read): "link.md"`)
 	if !strings.Contains(app.Hint, "handoff where") {
 		t.Errorf("rejected hint %q does not point at handoff where", app.Hint)
 	}
-	drWant(t, inboxes[1], handoff.CheckOK, "0 pending, 0 processed, 0 malformed")
+	drWant(t, inboxes[1], doctor.CheckOK, "0 pending, 0 processed, 0 malformed")
 
 	// --json's shape: checks with scope, name, status, message, hint; ok.
 	b, err := json.Marshal(rep)
@@ -304,14 +188,14 @@ func TestDoctorHealthy(t *testing.T) {
 // nothing: the workspace still does not exist.
 func TestDoctorNoRunYet(t *testing.T) {
 	e := newDrEnv(t, "")
-	e.put(e.inbox, "doc.md", drDoc("TOOLS.md", "- jq"))
-	before := drTree(t, e.dir)
+	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
+	before := testenv.Tree(t, e.Dir)
 	rep := e.doctor()
-	drSameTree(t, "doctor", before, drTree(t, e.dir))
+	testenv.SameTree(t, "doctor", before, testenv.Tree(t, e.Dir))
 	if !rep.OK {
 		t.Fatalf("no run yet must not fail: %+v", rep.Checks)
 	}
-	drWant(t, drOne(t, rep, "workspace", "workspace"), handoff.CheckWarn, "no run yet")
+	drWant(t, drOne(t, rep, "workspace", "workspace"), doctor.CheckWarn, "no run yet")
 	if len(drFind(rep, "workspace", "lock")) != 0 {
 		t.Errorf("checks of a workspace that does not exist: %+v", rep.Checks)
 	}
@@ -325,9 +209,9 @@ func TestDoctorNoRunYet(t *testing.T) {
 // partial warns, failed fails; no receipt warns, an unreadable one fails.
 func TestDoctorLastRun(t *testing.T) {
 	e := newDrEnv(t, "")
-	e.put(e.inbox, "doc.md", drDoc("TOOLS.md", "- jq"))
+	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
 	r := e.sync()
-	latest := filepath.Join(e.ws, ".handoff/receipts/latest.json")
+	latest := filepath.Join(e.WS, ".handoff/receipts/latest.json")
 	orig, err := os.ReadFile(latest)
 	if err != nil {
 		t.Fatal(err)
@@ -355,16 +239,16 @@ func TestDoctorLastRun(t *testing.T) {
 		msg    string
 		hint   string
 	}{
-		{name: "fresh", status: handoff.CheckOK, msg: ": ok"},
-		{name: "a little late", age: 50 * time.Minute, status: handoff.CheckOK, msg: ": ok"},
-		{name: "stale", age: 2 * time.Hour, status: handoff.CheckWarn, msg: "expected every 30m0s", hint: "handoff-sync.timer"},
-		{name: "very stale", age: 4 * time.Hour, status: handoff.CheckFail, msg: "expected every 30m0s", hint: "cron"},
-		{name: "stale but --every 1h", age: 2 * time.Hour, every: time.Hour, status: handoff.CheckOK, msg: ": ok"},
-		{name: "partial", setup: withOutcome(receipts.OutcomePartial), status: handoff.CheckWarn, msg: "partial (failed: laptop)", hint: "latest.log"},
-		{name: "failed", setup: withOutcome(receipts.OutcomeFailed), status: handoff.CheckFail, msg: "failed", hint: "latest.log"},
-		{name: "partial and stale", setup: withOutcome(receipts.OutcomePartial), age: 5 * time.Hour, status: handoff.CheckFail, msg: "partial"},
-		{name: "missing", setup: func() { os.Remove(latest) }, status: handoff.CheckWarn, msg: "no receipt yet", hint: "handoff timer install"},
-		{name: "garbage", setup: func() { os.WriteFile(latest, []byte("{not json"), 0o600) }, status: handoff.CheckFail, msg: "cannot read the last receipt"},
+		{name: "fresh", status: doctor.CheckOK, msg: ": ok"},
+		{name: "a little late", age: 50 * time.Minute, status: doctor.CheckOK, msg: ": ok"},
+		{name: "stale", age: 2 * time.Hour, status: doctor.CheckWarn, msg: "expected every 30m0s", hint: "handoff-sync.timer"},
+		{name: "very stale", age: 4 * time.Hour, status: doctor.CheckFail, msg: "expected every 30m0s", hint: "cron"},
+		{name: "stale but --every 1h", age: 2 * time.Hour, every: time.Hour, status: doctor.CheckOK, msg: ": ok"},
+		{name: "partial", setup: withOutcome(receipts.OutcomePartial), status: doctor.CheckWarn, msg: "partial (failed: laptop)", hint: "latest.log"},
+		{name: "failed", setup: withOutcome(receipts.OutcomeFailed), status: doctor.CheckFail, msg: "failed", hint: "latest.log"},
+		{name: "partial and stale", setup: withOutcome(receipts.OutcomePartial), age: 5 * time.Hour, status: doctor.CheckFail, msg: "partial"},
+		{name: "missing", setup: func() { os.Remove(latest) }, status: doctor.CheckWarn, msg: "no receipt yet", hint: "handoff timer install"},
+		{name: "garbage", setup: func() { os.WriteFile(latest, []byte("{not json"), 0o600) }, status: doctor.CheckFail, msg: "cannot read the last receipt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,7 +258,7 @@ func TestDoctorLastRun(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup()
 			}
-			rep := e.doctor(func(o *handoff.DoctorOptions) {
+			rep := e.doctor(func(o *doctor.Options) {
 				o.Every = tt.every
 				o.Now = func() time.Time { return r.FinishedAt.Add(tt.age) }
 			})
@@ -383,7 +267,7 @@ func TestDoctorLastRun(t *testing.T) {
 			if !strings.Contains(c.Hint, tt.hint) {
 				t.Errorf("hint %q lacks %q", c.Hint, tt.hint)
 			}
-			if rep.OK != (tt.status != handoff.CheckFail) {
+			if rep.OK != (tt.status != doctor.CheckFail) {
 				t.Errorf("report OK = %v with last-run %s", rep.OK, tt.status)
 			}
 		})
@@ -405,29 +289,29 @@ func drDeadPid(t *testing.T) int {
 // finishes them. The ledger is read in every case.
 func TestDoctorLockAndPlans(t *testing.T) {
 	e := newDrEnv(t, "")
-	e.put(e.inbox, "doc.md", drDoc("TOOLS.md", "- jq"))
+	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
 	e.sync()
 
 	// A plan a crashed run left: state planned.
-	db, err := sql.Open("sqlite", filepath.Join(e.ws, ".handoff/ledger.db"))
+	db, err := sql.Open("sqlite", filepath.Join(e.WS, ".handoff/ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`INSERT INTO plans (sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		VALUES (?, 1, 'document', 'no-card', 'TOOLS.md', '', ?, x'00', 'planned', 'crashed-run', '2026-01-01T00:00:00Z')`, drSum("x"), drSum("y")); err != nil {
+		VALUES (?, 1, 'document', 'no-card', 'TOOLS.md', '', ?, x'00', 'planned', 'crashed-run', '2026-01-01T00:00:00Z')`, testenv.Sum("x"), testenv.Sum("y")); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
 
 	rep := e.doctor()
-	drWant(t, drOne(t, rep, "workspace", "lock"), handoff.CheckOK, "lock free")
+	drWant(t, drOne(t, rep, "workspace", "lock"), doctor.CheckOK, "lock free")
 	c := drOne(t, rep, "workspace", "plans")
-	drWant(t, c, handoff.CheckWarn, "1 interrupted plan(s)")
+	drWant(t, c, doctor.CheckWarn, "1 interrupted plan(s)")
 	if !strings.Contains(c.Hint, "the next sync finishes them") {
 		t.Errorf("plans hint %q", c.Hint)
 	}
 
-	lockPath := filepath.Join(e.ws, ".handoff/lock")
+	lockPath := filepath.Join(e.WS, ".handoff/lock")
 	fl := flock.New(lockPath)
 	if ok, err := fl.TryLock(); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
@@ -436,15 +320,15 @@ func TestDoctorLockAndPlans(t *testing.T) {
 
 	os.WriteFile(lockPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 	rep = e.doctor()
-	drWant(t, drOne(t, rep, "workspace", "lock"), handoff.CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress)", os.Getpid()))
-	drWant(t, drOne(t, rep, "workspace", "plans"), handoff.CheckOK, "1 plan(s) in progress")
-	drWant(t, drOne(t, rep, "workspace", "ledger"), handoff.CheckOK, "passes integrity_check")
+	drWant(t, drOne(t, rep, "workspace", "lock"), doctor.CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress)", os.Getpid()))
+	drWant(t, drOne(t, rep, "workspace", "plans"), doctor.CheckOK, "1 plan(s) in progress")
+	drWant(t, drOne(t, rep, "workspace", "ledger"), doctor.CheckOK, "passes integrity_check")
 
 	dead := drDeadPid(t)
 	os.WriteFile(lockPath, []byte(strconv.Itoa(dead)+"\n"), 0o600)
 	rep = e.doctor()
 	c = drOne(t, rep, "workspace", "lock")
-	drWant(t, c, handoff.CheckWarn, fmt.Sprintf("pid %d named in it is not running", dead))
+	drWant(t, c, doctor.CheckWarn, fmt.Sprintf("pid %d named in it is not running", dead))
 	if !strings.Contains(c.Hint, "fuser") {
 		t.Errorf("stale lock hint %q", c.Hint)
 	}
@@ -458,10 +342,10 @@ func TestDoctorLockAndPlans(t *testing.T) {
 func TestDoctorLedgerCorrupt(t *testing.T) {
 	e := newDrEnv(t, "")
 	for i := range 20 {
-		e.put(e.inbox, fmt.Sprintf("d%02d.md", i), drDoc("TOOLS.md", fmt.Sprintf("- item %d %s", i, strings.Repeat("x", 500))))
+		e.Put(e.Inbox, fmt.Sprintf("d%02d.md", i), testenv.Doc("TOOLS.md", fmt.Sprintf("- item %d %s", i, strings.Repeat("x", 500))))
 	}
 	e.sync()
-	p := filepath.Join(e.ws, ".handoff/ledger.db")
+	p := filepath.Join(e.WS, ".handoff/ledger.db")
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -473,7 +357,7 @@ func TestDoctorLedgerCorrupt(t *testing.T) {
 	f.Close()
 	rep := e.doctor()
 	c := drOne(t, rep, "workspace", "ledger")
-	if c.Status != handoff.CheckFail || !strings.Contains(c.Hint, ".recover") {
+	if c.Status != doctor.CheckFail || !strings.Contains(c.Hint, ".recover") {
 		t.Errorf("corrupt ledger: %+v", c)
 	}
 	if rep.OK {
@@ -483,7 +367,7 @@ func TestDoctorLedgerCorrupt(t *testing.T) {
 
 // drDialer fails some hosts and blocks on others until their connect
 // deadline; the rest are local.
-func drDialer(fail, hang map[string]bool) handoff.Dialer {
+func drDialer(fail, hang map[string]bool) setup.Dialer {
 	return func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
 		switch {
 		case fail[h.Name]:
@@ -513,7 +397,7 @@ func TestDoctorHosts(t *testing.T) {
     inboxes: [/nonexistent/.claude/memory-handoffs]
 `)
 	start := time.Now()
-	rep := e.doctor(func(o *handoff.DoctorOptions) {
+	rep := e.doctor(func(o *doctor.Options) {
 		o.Dial = drDialer(map[string]bool{"gone": true}, map[string]bool{"silent": true})
 		o.ConnectTimeout = 300 * time.Millisecond
 	})
@@ -524,18 +408,18 @@ func TestDoctorHosts(t *testing.T) {
 		t.Fatal("unreachable hosts must fail doctor")
 	}
 	c := drOne(t, rep, "host gone", "reachable")
-	drWant(t, c, handoff.CheckFail, "unreachable: ssh: dial tcp 192.0.2.1:22: connect: connection refused")
+	drWant(t, c, doctor.CheckFail, "unreachable: ssh: dial tcp 192.0.2.1:22: connect: connection refused")
 	if !strings.Contains(c.Hint, "ssh gone.invalid") || !strings.Contains(c.Hint, "handoff hosts trust gone") {
 		t.Errorf("unreachable hint %q", c.Hint)
 	}
 	c = drOne(t, rep, "host silent", "reachable")
-	drWant(t, c, handoff.CheckFail, "unreachable")
+	drWant(t, c, doctor.CheckFail, "unreachable")
 	if !strings.Contains(c.Hint, "no answer within 300ms") {
 		t.Errorf("silent host hint %q", c.Hint)
 	}
-	drWant(t, drOne(t, rep, "host canonical", "reachable"), handoff.CheckOK, "reachable (local)")
+	drWant(t, drOne(t, rep, "host canonical", "reachable"), doctor.CheckOK, "reachable (local)")
 	c = drOne(t, rep, "host other", "inbox")
-	drWant(t, c, handoff.CheckWarn, "/nonexistent/.claude/memory-handoffs: missing")
+	drWant(t, c, doctor.CheckWarn, "/nonexistent/.claude/memory-handoffs: missing")
 	if !strings.Contains(c.Hint, "mkdir -p /nonexistent/.claude/memory-handoffs") {
 		t.Errorf("missing inbox hint %q", c.Hint)
 	}
@@ -554,35 +438,35 @@ func TestDoctorHosts(t *testing.T) {
 // be read warn with hints; an opted-out one is fine.
 func TestDoctorInboxStates(t *testing.T) {
 	e := newDrEnv(t, "")
-	real := filepath.Join(e.dir, "elsewhere")
+	real := filepath.Join(e.Dir, "elsewhere")
 	os.MkdirAll(real, 0o755)
-	os.MkdirAll(filepath.Join(e.dir, "repos/linked/.claude"), 0o755)
-	if err := os.Symlink(real, filepath.Join(e.dir, "repos/linked/.claude/memory-handoffs")); err != nil {
+	os.MkdirAll(filepath.Join(e.Dir, "repos/linked/.claude"), 0o755)
+	if err := os.Symlink(real, filepath.Join(e.Dir, "repos/linked/.claude/memory-handoffs")); err != nil {
 		t.Fatal(err)
 	}
 	// lib: a repository whose index is garbage, with a candidate.
-	os.MkdirAll(filepath.Join(e.dir, "repos/lib/.git"), 0o755)
-	os.WriteFile(filepath.Join(e.dir, "repos/lib/.git/index"), []byte("DIRC garbage, not an index"), 0o644)
-	e.put(e.inbox2, "x.md", drDoc("TOOLS.md", "- x"))
+	os.MkdirAll(filepath.Join(e.Dir, "repos/lib/.git"), 0o755)
+	os.WriteFile(filepath.Join(e.Dir, "repos/lib/.git/index"), []byte("DIRC garbage, not an index"), 0o644)
+	e.Put(e.Inbox2, "x.md", testenv.Doc("TOOLS.md", "- x"))
 	// opted: opted out.
-	opted := filepath.Join(e.dir, "repos/opted/.grok/memory-handoffs")
+	opted := filepath.Join(e.Dir, "repos/opted/.grok/memory-handoffs")
 	os.MkdirAll(opted, 0o755)
 	os.WriteFile(filepath.Join(opted, ".no-memory-handoffs"), nil, 0o644)
 
 	rep := e.doctor()
-	byPath := map[string]handoff.Check{}
+	byPath := map[string]doctor.Check{}
 	for _, c := range drFind(rep, "host canonical", "inbox") {
 		byPath[c.Inbox.Path] = c
 	}
-	c := byPath[filepath.Join(e.dir, "repos/linked/.claude/memory-handoffs")]
-	drWant(t, c, handoff.CheckWarn, "is a symlink")
-	c = byPath[e.inbox2]
-	drWant(t, c, handoff.CheckWarn, "git index unreadable")
+	c := byPath[filepath.Join(e.Dir, "repos/linked/.claude/memory-handoffs")]
+	drWant(t, c, doctor.CheckWarn, "is a symlink")
+	c = byPath[e.Inbox2]
+	drWant(t, c, doctor.CheckWarn, "git index unreadable")
 	if !strings.Contains(c.Hint, "git status") {
 		t.Errorf("git-unreadable hint %q", c.Hint)
 	}
-	drWant(t, byPath[e.inbox], handoff.CheckOK, "0 pending")
-	drWant(t, byPath[opted], handoff.CheckOK, "opted out")
+	drWant(t, byPath[e.Inbox], doctor.CheckOK, "0 pending")
+	drWant(t, byPath[opted], doctor.CheckOK, "opted out")
 	if !rep.OK {
 		t.Errorf("inbox warnings must not fail doctor: %+v", rep.Checks)
 	}
@@ -591,24 +475,24 @@ func TestDoctorInboxStates(t *testing.T) {
 // TestDoctorReviewInbox: more than 20 drafts waiting warns.
 func TestDoctorReviewInbox(t *testing.T) {
 	e := newDrEnv(t, "")
-	e.put(e.inbox, "doc.md", drDoc("TOOLS.md", "- jq"))
+	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
 	e.sync()
-	dir := filepath.Join(e.ws, "memory/handoff-inbox")
+	dir := filepath.Join(e.WS, "memory/handoff-inbox")
 	os.MkdirAll(dir, 0o755)
-	for i := range handoff.ReviewInboxWarn {
+	for i := range doctor.ReviewInboxWarn {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("d%d.md", i)), []byte("x"), 0o644)
 	}
-	drWant(t, drOne(t, e.doctor(), "workspace", "review-inbox"), handoff.CheckOK, "20 draft(s) waiting")
+	drWant(t, drOne(t, e.doctor(), "workspace", "review-inbox"), doctor.CheckOK, "20 draft(s) waiting")
 	os.WriteFile(filepath.Join(dir, "one-more.md"), []byte("x"), 0o644)
 	c := drOne(t, e.doctor(), "workspace", "review-inbox")
-	drWant(t, c, handoff.CheckWarn, "21 draft(s) waiting")
+	drWant(t, c, doctor.CheckWarn, "21 draft(s) waiting")
 }
 
 // TestDoctorTimer asks a stand-in systemctl: active is ok, inactive and
 // not installed warn; without a user bus doctor does not ask at all.
 func TestDoctorTimer(t *testing.T) {
 	e := newDrEnv(t, "")
-	bin := filepath.Join(e.dir, "bin")
+	bin := filepath.Join(e.Dir, "bin")
 	os.MkdirAll(bin, 0o755)
 	script := `#!/bin/sh
 [ "$1 $2 $4" = "--user show handoff-sync.timer" ] || { echo "unexpected: $*" >&2; exit 2; }
@@ -618,16 +502,16 @@ printf '%s\n' "$FAKE_SYSTEMD"
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	rt := filepath.Join(e.dir, "run")
+	rt := filepath.Join(e.Dir, "run")
 	os.MkdirAll(rt, 0o700)
 	os.WriteFile(filepath.Join(rt, "bus"), nil, 0o600)
 	t.Setenv("XDG_RUNTIME_DIR", rt)
 	tests := []struct {
 		props, status, msg, hint string
 	}{
-		{"LoadState=loaded\nActiveState=active", handoff.CheckOK, "handoff-sync.timer is active", ""},
-		{"LoadState=loaded\nActiveState=inactive", handoff.CheckWarn, "installed but inactive", "systemctl --user enable --now handoff-sync.timer"},
-		{"LoadState=not-found\nActiveState=inactive", handoff.CheckWarn, "not installed", "handoff timer install"},
+		{"LoadState=loaded\nActiveState=active", doctor.CheckOK, "handoff-sync.timer is active", ""},
+		{"LoadState=loaded\nActiveState=inactive", doctor.CheckWarn, "installed but inactive", "systemctl --user enable --now handoff-sync.timer"},
+		{"LoadState=not-found\nActiveState=inactive", doctor.CheckWarn, "not installed", "handoff timer install"},
 	}
 	for _, tt := range tests {
 		t.Setenv("FAKE_SYSTEMD", tt.props)
@@ -638,7 +522,7 @@ printf '%s\n' "$FAKE_SYSTEMD"
 		}
 	}
 	os.Remove(filepath.Join(rt, "bus"))
-	drWant(t, drOne(t, e.doctor(), "timer", "timer"), handoff.CheckWarn, "systemd user session not available")
+	drWant(t, drOne(t, e.doctor(), "timer", "timer"), doctor.CheckWarn, "systemd user session not available")
 }
 
 // followFS is the local file system as a server whose LSTAT follows
@@ -664,31 +548,31 @@ func (followFS) RealPath(ctx context.Context, name string) (string, error) {
 // same tree served honestly it says nothing of the kind.
 func TestDoctorFollowsSymlinks(t *testing.T) {
 	e := newDrEnv(t, "")
-	elsewhere := filepath.Join(e.dir, "elsewhere")
+	elsewhere := filepath.Join(e.Dir, "elsewhere")
 	os.MkdirAll(elsewhere, 0o755)
 	os.WriteFile(filepath.Join(elsewhere, "a.x.0123456789ab.md"), []byte("x"), 0o644)
-	if err := os.Symlink(elsewhere, filepath.Join(e.inbox, "processed")); err != nil {
+	if err := os.Symlink(elsewhere, filepath.Join(e.Inbox, "processed")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(e.dir, "outside.txt"), filepath.Join(e.inbox2, "y.md")); err != nil {
+	if err := os.Symlink(filepath.Join(e.Dir, "outside.txt"), filepath.Join(e.Inbox2, "y.md")); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(e.dir, "outside.txt"), []byte("mine"), 0o644)
-	before := drTree(t, e.dir)
+	os.WriteFile(filepath.Join(e.Dir, "outside.txt"), []byte("mine"), 0o644)
+	before := testenv.Tree(t, e.Dir)
 
-	rep := e.doctor(func(o *handoff.DoctorOptions) {
+	rep := e.doctor(func(o *doctor.Options) {
 		o.Dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return followFS{}, nil }
 	})
-	drWant(t, drOne(t, rep, "host canonical", "sftp-server"), handoff.CheckWarn, "follows symlinks")
+	drWant(t, drOne(t, rep, "host canonical", "sftp-server"), doctor.CheckWarn, "follows symlinks")
 	for _, c := range drFind(rep, "host canonical", "inbox") {
-		if c.Inbox.Path == e.inbox {
-			drWant(t, c, handoff.CheckWarn, "cannot list processed/")
+		if c.Inbox.Path == e.Inbox {
+			drWant(t, c, doctor.CheckWarn, "cannot list processed/")
 			if c.Inbox.Processed != 0 {
 				t.Errorf("counted %d processed through a symlinked processed/", c.Inbox.Processed)
 			}
 		}
 	}
-	drSameTree(t, "the host after doctor", before, drTree(t, e.dir))
+	testenv.SameTree(t, "the host after doctor", before, testenv.Tree(t, e.Dir))
 
 	rep = e.doctor()
 	if cs := drFind(rep, "host canonical", "sftp-server"); len(cs) != 0 {

@@ -1,4 +1,4 @@
-package handoff
+package where
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 // anything there.
 var ErrNoLedger = ingest.ErrNoLedger
 
-// Kinds of WhereMatch.
+// Kinds of Match.
 const (
-	WhereStored   = "stored"   // the bytes were read and stored in the spool
-	WhereRejected = "rejected" // never read: moved into malformed/ as it was
+	Stored   = "stored"   // the bytes were read and stored in the spool
+	Rejected = "rejected" // never read: moved into malformed/ as it was
 )
 
-// WhereMatch is one ledger record that a `handoff where` query names: a
+// Match is one ledger record that a `handoff where` query names: a
 // stored source and what became of it, or a rejected file.
-type WhereMatch struct {
+type Match struct {
 	Kind   string `json:"kind"` // stored | rejected
 	Host   string `json:"host"`
 	Inbox  string `json:"inbox"`
@@ -54,11 +54,11 @@ type WhereMatch struct {
 	IngestRun  string    `json:"ingest_run"`
 	IngestedAt time.Time `json:"ingested_at,omitzero"`
 	// AppliedFrom is, for a duplicate, the source whose copy got the result.
-	AppliedFrom *WhereSource `json:"applied_from,omitempty"`
+	AppliedFrom *Source `json:"applied_from,omitempty"`
 }
 
-// WhereSource names one stored source.
-type WhereSource struct {
+// Source names one stored source.
+type Source struct {
 	Host       string `json:"host"`
 	Inbox      string `json:"inbox"`
 	Name       string `json:"name"`
@@ -77,9 +77,9 @@ type WhereSource struct {
 // workspace without a ledger is ErrNoLedger.
 //
 // Where writes nothing; see ingest.LedgerView for how it reads.
-func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
+func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	if strings.TrimSpace(query) == "" {
-		return nil, &UsageError{Msg: "where: empty name"}
+		return nil, &setup.UsageError{Msg: "where: empty name"}
 	}
 	ws, err := filepath.Abs(workspace)
 	if err != nil {
@@ -101,10 +101,10 @@ func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []WhereMatch{}
+	out := []Match{}
 	for _, s := range srcs {
-		m := WhereMatch{
-			Kind: WhereStored, Host: s.Host, Inbox: s.Inbox, Name: s.Name, Path: path.Join(s.Inbox, s.Name),
+		m := Match{
+			Kind: Stored, Host: s.Host, Inbox: s.Inbox, Name: s.Name, Path: path.Join(s.Inbox, s.Name),
 			SHA256: s.SHA256, Size: s.Size, StoredAt: s.StoredAt, StoredRun: s.StoredRun,
 			Result: s.Result, Reason: s.Reason, ArchivedAs: s.ArchivedAs, Archived: s.Archived,
 			IngestRun: s.IngestRun, IngestedAt: s.IngestedAt,
@@ -112,7 +112,7 @@ func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
 		if c := s.Content; c != nil && s.Result != "" {
 			m.Action, m.Target, m.BeforeSHA256, m.AfterSHA256 = c.Action, c.Target, c.BeforeSHA256, c.AfterSHA256
 			if c.SourceID != s.ID {
-				m.AppliedFrom = &WhereSource{
+				m.AppliedFrom = &Source{
 					Host: c.Host, Inbox: c.Inbox, Name: c.Name, Path: path.Join(c.Inbox, c.Name), ArchivedAs: c.ArchivedAs,
 					Result: c.Result, Reason: c.Reason, IngestRun: c.RunID,
 				}
@@ -121,8 +121,8 @@ func Where(ctx context.Context, workspace, query string) ([]WhereMatch, error) {
 		out = append(out, m)
 	}
 	for _, r := range rejs {
-		out = append(out, WhereMatch{
-			Kind: WhereRejected, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
+		out = append(out, Match{
+			Kind: Rejected, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
 			Size: r.Size, StoredAt: r.At, Result: ingest.ResultRejected, Reason: r.Reason,
 			ArchivedAs: r.ArchivedAs, Archived: r.ArchivedAs != "", IngestRun: r.RunID, IngestedAt: r.At,
 		})

@@ -1,4 +1,4 @@
-package handoff_test
+package where_test
 
 import (
 	"context"
@@ -11,19 +11,35 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/where"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
-func drWhere(t *testing.T, ws, q string) []handoff.WhereMatch {
+// whEnv is testenv's Env with the syncs the where tests make.
+type whEnv struct{ *testenv.Env }
+
+func newDrEnv(t *testing.T, extra string) *whEnv { return &whEnv{testenv.NewEnv(t, extra)} }
+
+func (e *whEnv) sync() *receipts.Receipt {
+	e.T.Helper()
+	r, err := handoff.Sync(context.Background(), handoff.Options{Manifest: e.M})
+	if err != nil {
+		e.T.Fatalf("Sync: %v", err)
+	}
+	return r
+}
+
+func drWhere(t *testing.T, ws, q string) []where.Match {
 	t.Helper()
-	ms, err := handoff.Where(context.Background(), ws, q)
+	ms, err := where.Lookup(context.Background(), ws, q)
 	if err != nil {
 		t.Fatalf("Where(%q): %v", q, err)
 	}
 	return ms
 }
 
-func drSha12(s string) string { return drSum(s)[:12] }
+func drSha12(s string) string { return testenv.Sum(s)[:12] }
 
 // TestWhere: every way of naming a handoff finds it with where it came
 // from, what became of it and in which run; a duplicate names the copy
@@ -31,39 +47,39 @@ func drSha12(s string) string { return drSum(s)[:12] }
 // writes nothing.
 func TestWhere(t *testing.T) {
 	e := newDrEnv(t, "")
-	card := drCard("go-errors.md", "wrap errors")
+	card := testenv.Card("go-errors.md", "wrap errors")
 	junk := "not a handoff\n"
-	review := drDoc("../outside.md", "- nope")
-	e.put(e.inbox, "card.md", card)
-	e.put(e.inbox, "junk.md", junk)
-	e.put(e.inbox, "rev.md", review)
-	e.put(e.inbox2, "dup.md", card) // same bytes, found after card.md
-	if err := os.Symlink(filepath.Join(e.dir, "writers.yaml"), filepath.Join(e.inbox, "link.md")); err != nil {
+	review := testenv.Doc("../outside.md", "- nope")
+	e.Put(e.Inbox, "card.md", card)
+	e.Put(e.Inbox, "junk.md", junk)
+	e.Put(e.Inbox, "rev.md", review)
+	e.Put(e.Inbox2, "dup.md", card) // same bytes, found after card.md
+	if err := os.Symlink(filepath.Join(e.Dir, "writers.yaml"), filepath.Join(e.Inbox, "link.md")); err != nil {
 		t.Fatal(err)
 	}
 	r := e.sync()
 	if r.Counts.Promoted != 1 || r.Counts.Duplicate != 1 || r.Counts.Rejected != 1 || r.Counts.Malformed != 1 || r.Counts.Review != 1 {
 		t.Fatalf("fixture sync: %+v", r.Counts)
 	}
-	before := drTree(t, e.dir)
-	defer func() { drSameTree(t, "where", before, drTree(t, e.dir)) }()
+	before := testenv.Tree(t, e.Dir)
+	defer func() { testenv.SameTree(t, "where", before, testenv.Tree(t, e.Dir)) }()
 
-	cardSum := drSum(card)
+	cardSum := testenv.Sum(card)
 	archived := "card." + drSha12(card) + ".md"
-	for _, q := range []string{"card.md", "card", archived, "processed/" + archived, filepath.Join(e.inbox, "card.md"), "canonical:" + filepath.Join(e.inbox, "card.md")} {
-		ms := drWhere(t, e.ws, q)
+	for _, q := range []string{"card.md", "card", archived, "processed/" + archived, filepath.Join(e.Inbox, "card.md"), "canonical:" + filepath.Join(e.Inbox, "card.md")} {
+		ms := drWhere(t, e.WS, q)
 		if len(ms) != 1 {
 			t.Fatalf("%q: %d matches, want 1: %+v", q, len(ms), ms)
 		}
 		m := ms[0]
-		cardOnDisk, err := os.ReadFile(filepath.Join(e.ws, "memory/cards/go-errors.md"))
+		cardOnDisk, err := os.ReadFile(filepath.Join(e.WS, "memory/cards/go-errors.md"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Kind != handoff.WhereStored || m.Host != "canonical" || m.Inbox != e.inbox || m.Name != "card.md" ||
-			m.Path != filepath.Join(e.inbox, "card.md") || m.SHA256 != cardSum || m.Size != int64(len(card)) ||
+		if m.Kind != where.Stored || m.Host != "canonical" || m.Inbox != e.Inbox || m.Name != "card.md" ||
+			m.Path != filepath.Join(e.Inbox, "card.md") || m.SHA256 != cardSum || m.Size != int64(len(card)) ||
 			m.Result != "promoted" || m.Reason != "" || m.Action != "create-card" || m.Target != "memory/cards/go-errors.md" ||
-			m.BeforeSHA256 != "" || m.AfterSHA256 != drSum(string(cardOnDisk)) ||
+			m.BeforeSHA256 != "" || m.AfterSHA256 != testenv.Sum(string(cardOnDisk)) ||
 			m.ArchivedAs != "processed/"+archived || !m.Archived ||
 			m.StoredRun != r.RunID || m.IngestRun != r.RunID || m.StoredAt.IsZero() || m.IngestedAt.IsZero() || m.AppliedFrom != nil {
 			t.Errorf("%q: %+v", q, m)
@@ -72,44 +88,44 @@ func TestWhere(t *testing.T) {
 
 	// A hash prefix finds both copies, the applied one first.
 	for _, q := range []string{cardSum[:4], strings.ToUpper(cardSum[:9]), cardSum} {
-		ms := drWhere(t, e.ws, q)
+		ms := drWhere(t, e.WS, q)
 		if len(ms) != 2 || ms[0].Name != "card.md" || ms[1].Name != "dup.md" {
 			t.Fatalf("%q: %+v", q, ms)
 		}
 	}
-	if ms := drWhere(t, e.ws, cardSum[:3]); len(ms) != 0 {
+	if ms := drWhere(t, e.WS, cardSum[:3]); len(ms) != 0 {
 		t.Errorf("3 hex digits matched by hash: %+v", ms)
 	}
 
-	dup := drWhere(t, e.ws, "dup.md")
+	dup := drWhere(t, e.WS, "dup.md")
 	if len(dup) != 1 {
 		t.Fatalf("dup.md: %+v", dup)
 	}
 	d := dup[0]
-	if d.Result != "duplicate" || d.Inbox != e.inbox2 || d.AppliedFrom == nil || d.AppliedFrom.Path != filepath.Join(e.inbox, "card.md") ||
+	if d.Result != "duplicate" || d.Inbox != e.Inbox2 || d.AppliedFrom == nil || d.AppliedFrom.Path != filepath.Join(e.Inbox, "card.md") ||
 		d.AppliedFrom.Result != "promoted" || d.Target != "memory/cards/go-errors.md" || d.ArchivedAs != "processed/dup."+drSha12(card)+".md" {
 		t.Errorf("duplicate: %+v applied from %+v", d, d.AppliedFrom)
 	}
 
-	j := drWhere(t, e.ws, "junk.md")
+	j := drWhere(t, e.WS, "junk.md")
 	if len(j) != 1 || j[0].Result != "malformed" || j[0].Reason != "parse-error" || j[0].ArchivedAs != "malformed/junk."+drSha12(junk)+".md" || j[0].Target != "" {
 		t.Errorf("malformed: %+v", j)
 	}
-	rv := drWhere(t, e.ws, "rev")
+	rv := drWhere(t, e.WS, "rev")
 	if len(rv) != 1 || rv[0].Result != "review" || rv[0].Reason != "unsafe-target" || rv[0].Target != "memory/handoff-inbox/rev."+drSha12(review)+".md" {
 		t.Errorf("review: %+v", rv)
 	}
 
-	l := drWhere(t, e.ws, "link.md")
-	if len(l) != 1 || l[0].Kind != handoff.WhereRejected || l[0].Result != "rejected" || l[0].Reason != "symlink" ||
+	l := drWhere(t, e.WS, "link.md")
+	if len(l) != 1 || l[0].Kind != where.Rejected || l[0].Result != "rejected" || l[0].Reason != "symlink" ||
 		l[0].ArchivedAs != "malformed/link.md" || l[0].IngestRun != r.RunID || l[0].SHA256 != "" {
 		t.Errorf("rejected: %+v", l)
 	}
 
-	if ms := drWhere(t, e.ws, "nope.md"); len(ms) != 0 {
+	if ms := drWhere(t, e.WS, "nope.md"); len(ms) != 0 {
 		t.Errorf("nope.md: %+v", ms)
 	}
-	if _, err := handoff.Where(context.Background(), e.ws, " "); err == nil {
+	if _, err := where.Lookup(context.Background(), e.WS, " "); err == nil {
 		t.Error("an empty name was accepted")
 	}
 }
@@ -119,11 +135,11 @@ func TestWhere(t *testing.T) {
 // each with its own run.
 func TestWhereSeveralRuns(t *testing.T) {
 	e := newDrEnv(t, "")
-	e.put(e.inbox, "note.md", drDoc("TOOLS.md", "- first"))
+	e.Put(e.Inbox, "note.md", testenv.Doc("TOOLS.md", "- first"))
 	r1 := e.sync()
-	e.put(e.inbox, "note.md", drDoc("TOOLS.md", "- second"))
+	e.Put(e.Inbox, "note.md", testenv.Doc("TOOLS.md", "- second"))
 	r2 := e.sync()
-	ms := drWhere(t, e.ws, "note.md")
+	ms := drWhere(t, e.WS, "note.md")
 	if len(ms) != 2 {
 		t.Fatalf("%d matches: %+v", len(ms), ms)
 	}
@@ -144,32 +160,32 @@ func TestWhereSeveralRuns(t *testing.T) {
 // where creates nothing there.
 func TestWhereNoLedger(t *testing.T) {
 	e := newDrEnv(t, "")
-	if _, err := handoff.Where(context.Background(), e.ws, "x.md"); !errors.Is(err, handoff.ErrNoLedger) {
+	if _, err := where.Lookup(context.Background(), e.WS, "x.md"); !errors.Is(err, where.ErrNoLedger) {
 		t.Fatalf("no workspace: %v, want ErrNoLedger", err)
 	}
-	if _, err := os.Stat(e.ws); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(e.WS); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("where created the workspace: %v", err)
 	}
-	os.MkdirAll(filepath.Join(e.ws, ".handoff"), 0o755)
-	before := drTree(t, e.ws)
-	if _, err := handoff.Where(context.Background(), e.ws, "x.md"); !errors.Is(err, handoff.ErrNoLedger) {
+	os.MkdirAll(filepath.Join(e.WS, ".handoff"), 0o755)
+	before := testenv.Tree(t, e.WS)
+	if _, err := where.Lookup(context.Background(), e.WS, "x.md"); !errors.Is(err, where.ErrNoLedger) {
 		t.Fatalf("no ledger: %v, want ErrNoLedger", err)
 	}
-	drSameTree(t, "where", before, drTree(t, e.ws))
+	testenv.SameTree(t, "where", before, testenv.Tree(t, e.WS))
 }
 
 // TestWhereDuringRun: while a run holds the lock, where still reads the
 // ledger (live, through SQLite's WAL protocol).
 func TestWhereDuringRun(t *testing.T) {
 	e := newDrEnv(t, "")
-	e.put(e.inbox, "note.md", drDoc("TOOLS.md", "- first"))
+	e.Put(e.Inbox, "note.md", testenv.Doc("TOOLS.md", "- first"))
 	e.sync()
-	fl := flock.New(filepath.Join(e.ws, ".handoff/lock"))
+	fl := flock.New(filepath.Join(e.WS, ".handoff/lock"))
 	if ok, err := fl.TryLock(); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	defer fl.Unlock()
-	if ms := drWhere(t, e.ws, "note.md"); len(ms) != 1 || ms[0].Result != "routed" {
+	if ms := drWhere(t, e.WS, "note.md"); len(ms) != 1 || ms[0].Result != "routed" {
 		t.Fatalf("during a run: %+v", ms)
 	}
 }
