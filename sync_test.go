@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -98,15 +99,7 @@ func (e *testEnv) sync(dryRun bool) *receipts.Receipt {
 	return r
 }
 
-// handoff renders a handoff from section name/body pairs.
-func handoff(pairs ...string) string {
-	var b strings.Builder
-	b.WriteString("# Memory Handoff\n\n")
-	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(&b, "## %s\n%s\n\n", pairs[i], pairs[i+1])
-	}
-	return b.String()
-}
+func handoff(pairs ...string) string { return testenv.Handoff(pairs...) }
 
 const goodFM = "---\ntopic: x\ncategory: setup\ntags: [a]\n---\n# Card\nbody"
 
@@ -122,10 +115,7 @@ func doc(target, content string) string {
 	return base("workflow", "no-card", "Target document", target, "Suggested document content", content)
 }
 
-func sum(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
+func sum(s string) string { return testenv.Sum(s) }
 
 // TestReasonsAndRoutes has one case per routing path and per reason code of
 // SPEC: each produces exactly its result and code.

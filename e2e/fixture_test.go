@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoff-sync/handoff/internal/testenv"
 	_ "modernc.org/sqlite"
 )
 
@@ -54,19 +53,9 @@ func mustWrite(t *testing.T, p, s string) {
 	}
 }
 
-func sum(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
+func sum(s string) string { return testenv.Sum(s) }
 
-func handoff(pairs ...string) string {
-	var b strings.Builder
-	b.WriteString("# Memory Handoff\n\n")
-	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(&b, "## %s\n%s\n\n", pairs[i], pairs[i+1])
-	}
-	return b.String()
-}
+func handoff(pairs ...string) string { return testenv.Handoff(pairs...) }
 
 func cardHandoff(action, name, body string, extra ...string) string {
 	return handoff(append([]string{"Type", "setup", "Title", "t " + name, "Summary", "s", "Recommended memory action", action,
