@@ -600,29 +600,11 @@ func (f *FS) logExhausted(op, name string, err error) {
 }
 
 // Rename moves oldname to newname and never replaces newname: if newname
-// exists it returns ErrExist and changes nothing.
-//
-// It uses the plain SFTP rename, never posix-rename@openssh.com (which
-// replaces). How that rename treats an existing newname depends on the
-// server, hence two ways:
-//
-//   - In general, it checks with LSTAT that newname is free, then renames:
-//     two round trips. Servers whose rename is rename(2) (pkg/sftp's)
-//     would replace a newname created in between; OpenSSH's would not.
-//   - On OpenSSH (the SSH version banner says so), when ReadFile on this FS
-//     last found oldname to be a regular file, it sends the rename alone:
-//     one round trip. OpenSSH's sftp-server renames a regular file with
-//     link(2) and unlink(2), and link(2) never replaces anything (on a file
-//     system without hard links it checks with stat(2) first, which leaves
-//     the same window as ours). Only if the rename fails does it LSTAT
-//     newname, to tell ErrExist from other failures. For anything else
-//     OpenSSH uses stat(2) and rename(2), which replaces a dangling
-//     symlink at newname: hence the LSTAT first unless oldname was just
-//     read as a regular file (its archive being the common case).
-//
-// A server that lies about its banner gains nothing: the rename runs on its
-// own file system, so it can only get its own files overwritten, which it
-// could do anyway.
+// exists it returns ErrExist and changes nothing. It uses the plain SFTP
+// rename, never posix-rename@openssh.com (which replaces): after an LSTAT
+// that finds newname free, or alone on OpenSSH's own sftp-server when
+// ReadFile just found oldname to be a regular file, since that server
+// renames a regular file with link(2). See docs/design.md, "Renames".
 func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 	err := f.call(ctx, func() error {
 		if f.linkRename && f.readRegular.forget(oldname) {

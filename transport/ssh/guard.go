@@ -31,32 +31,13 @@ const (
 	maxEarlyCloses = 64
 )
 
-// listGuard bounds directory listings, each on its own. pkg/sftp's ReadDir
-// gathers every entry the server sends before returning, so a server that
-// never ends a listing could fill memory. The guard watches the SFTP stream
-// between pkg/sftp and the channel, both ways, and follows each listing
-// through the protocol:
-//
-//	OPENDIR (id, path)   → its budget, registered for that path by FS.ReadDir
-//	HANDLE  (id, handle) → a listing on that handle, with that budget
-//	READDIR (id, handle) → the listing the reply will count against
-//	NAME    (id, …)      → entries counted; over budget, a failure instead
-//	CLOSE   (handle)     → the listing ends
-//
-// A listing whose budget is spent gets, in place of the NAME reply, a
-// failure status carrying the guard's token, which ends that listing alone
-// and which no server can forge. Any number of listings may run at once:
-// a listing's replies are attributed by request id, never by time.
-//
-// What FS.ReadDir passes is a path, not an id (pkg/sftp chooses ids and
-// handles), so budgets are registered per path; concurrent listings of one
-// path share a registration, and must share its budget (see begin).
-//
-// The guard also answers the CLOSE that ends a listing itself, at once,
-// and drops the server's answer when it comes: pkg/sftp's ReadDir waits
-// for that answer and then ignores it, a round trip for nothing at every
-// directory level of a walk. Only directory handles a listing opened are
-// answered so; a file's CLOSE goes to the server and back as before.
+// listGuard bounds directory listings, each on its own: pkg/sftp's ReadDir
+// gathers every entry a server sends, so one that never ends a listing
+// could fill memory. It watches the SFTP stream both ways, follows each
+// listing by request id and handle, and replaces a reply that would spend
+// a listing's budget with a failure carrying its token. It also answers
+// a listing's CLOSE itself, sparing a round trip per directory. See
+// docs/design.md, "The listing guard".
 type listGuard struct {
 	token string // in the status that cuts a listing short
 
