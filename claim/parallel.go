@@ -5,9 +5,9 @@ import (
 	"errors"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/transport"
 )
 
@@ -31,21 +31,7 @@ const (
 // inParallel runs fn(ctx, i) for i in [0, n) with at most limit running at
 // once. The first error cancels the others' context and is returned.
 func inParallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
-	if n == 0 {
-		return ctx.Err()
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(limit)
-	for i := range n {
-		if gctx.Err() != nil {
-			break
-		}
-		g.Go(func() error { return fn(gctx, i) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return fanout.Each(ctx, n, limit, fn)
 }
 
 // lstatAll asks about every name at once, so that they cost one round trip

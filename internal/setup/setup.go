@@ -18,9 +18,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
 	sshfs "github.com/handoff-sync/handoff/transport/ssh"
@@ -136,14 +136,8 @@ func ClaimConfig(h manifest.HostConfig, log *slog.Logger) claim.Config {
 // ForEachHost runs fn for every host, at most parallel at once, and
 // waits. fn gets the host's index, so results can land in manifest order.
 func ForEachHost(hosts []manifest.HostConfig, parallel int, fn func(i int, h manifest.HostConfig)) {
-	sem := make(chan struct{}, max(parallel, 1))
-	var wg sync.WaitGroup
-	for i, h := range hosts {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			fn(i, h)
-		})
-	}
-	wg.Wait()
+	fanout.Each(context.Background(), len(hosts), parallel, func(_ context.Context, i int) error {
+		fn(i, hosts[i])
+		return nil
+	})
 }
