@@ -2,13 +2,9 @@ package handoff
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -366,37 +362,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 }
 
-// treeHash hashes every path, mode and content under dir (symlink targets,
-// not what they point to).
-func treeHash(t *testing.T, dir string) string {
-	t.Helper()
-	h := sha256.New()
-	var paths []string
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		paths = append(paths, p)
-		return nil
-	})
-	sort.Strings(paths)
-	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(h, "%s %v %d\n", p, fi.Mode(), fi.ModTime().UnixNano())
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			l, _ := os.Readlink(p)
-			fmt.Fprintf(h, "-> %s\n", l)
-		case fi.Mode().IsRegular():
-			b, _ := os.ReadFile(p)
-			h.Write(b)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+func treeHash(t *testing.T, dir string) string { return testenv.TreeHash(t, dir) }
 
 // Errors that vanish are errors that repeat: a handoff whose archive
 // fails carries the reason in its receipt entry. Here a file sits where

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/prune"
 	"github.com/handoff-sync/handoff/manifest"
 )
 
@@ -60,7 +61,7 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := handoff.Prune(cmd.Context(), handoff.PruneOptions{
+	r, err := prune.Run(cmd.Context(), prune.Options{
 		Manifest: m, Workspace: ws, Hosts: c.hosts, OlderThan: age, DryRun: c.dryRun, Log: c.g.logger(),
 	})
 	if errors.Is(err, handoff.ErrLocked) {

@@ -16,6 +16,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -146,4 +147,37 @@ func (e *Env) Put(inbox, name, content string) {
 	if err := os.WriteFile(filepath.Join(inbox, name), []byte(content), 0o644); err != nil {
 		e.T.Fatal(err)
 	}
+}
+
+// TreeHash hashes every path under dir with its mode, modification time
+// and content (a symlink's target): equal hashes mean nothing there was
+// created, removed, changed or even touched.
+func TreeHash(t testing.TB, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	var paths []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+		return nil
+	})
+	sort.Strings(paths)
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s %v %d\n", p, fi.Mode(), fi.ModTime().UnixNano())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			fmt.Fprintf(h, "-> %s\n", l)
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(p)
+			h.Write(b)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -1,4 +1,4 @@
-package handoff
+package prune
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"github.com/handoff-sync/handoff/transport"
 )
 
-// PruneOptions configure Prune.
-type PruneOptions struct {
+// Options configure Prune.
+type Options struct {
 	Manifest  *manifest.Manifest
 	Workspace string   // overrides the manifest's
 	Hosts     []string // prune only these hosts; empty means all
@@ -31,20 +31,20 @@ type PruneOptions struct {
 	DryRun    bool         // count what would go; change nothing
 	Parallel  int          // hosts pruned at once; 0 means 8
 	Log       *slog.Logger // nil discards
-	Dial      Dialer       // nil: DialHost
+	Dial      setup.Dialer // nil: DialHost
 	Now       func() time.Time
 }
 
-// PruneReport is what Prune removed, or would remove in a dry run.
-type PruneReport struct {
+// Report is what Prune removed, or would remove in a dry run.
+type Report struct {
 	DryRun bool              `json:"dry_run"`
 	Cutoff time.Time         `json:"cutoff"`
-	Hosts  []HostPrune       `json:"hosts"`
+	Hosts  []Host            `json:"hosts"`
 	Spool  ingest.SpoolPrune `json:"spool"`
 }
 
-// HostPrune is one host's part of a prune.
-type HostPrune struct {
+// Host is one host's part of a prune.
+type Host struct {
 	Name    string `json:"name"`
 	Removed int    `json:"removed"` // files removed from processed/ directories
 	Bytes   int64  `json:"bytes"`   // their sizes as the host reported them
@@ -54,7 +54,7 @@ type HostPrune struct {
 }
 
 // Failed reports whether any host failed.
-func (r *PruneReport) Failed() bool {
+func (r *Report) Failed() bool {
 	for _, h := range r.Hosts {
 		if h.Error != "" {
 			return true
@@ -74,13 +74,13 @@ func (r *PruneReport) Failed() bool {
 // it); a dry run locks only an existing lock file and writes nothing. A host
 // that fails is recorded in the report and the others are pruned; the
 // error is for the run as a whole (lock, ledger, spool).
-func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
+func Run(ctx context.Context, opts Options) (*Report, error) {
 	m := opts.Manifest
 	if m == nil {
-		return nil, &UsageError{Msg: "no manifest"}
+		return nil, &setup.UsageError{Msg: "no manifest"}
 	}
 	if opts.OlderThan <= 0 {
-		return nil, &UsageError{Msg: "--older-than must be a positive duration, such as 30d"}
+		return nil, &setup.UsageError{Msg: "--older-than must be a positive duration, such as 30d"}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -106,7 +106,7 @@ func Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 	}
 	defer unlock()
 
-	r := &PruneReport{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]HostPrune, len(hosts))}
+	r := &Report{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]Host, len(hosts))}
 	log.Info("prune started", "workspace", wsDir, "cutoff", r.Cutoff, "dry_run", opts.DryRun, "hosts", len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, log)
@@ -156,8 +156,8 @@ func pruneSpool(ctx context.Context, ws string, o ingest.PruneSpoolOptions) (ing
 }
 
 // pruneHost prunes one host under its deadline.
-func pruneHost(ctx context.Context, h manifest.HostConfig, opts PruneOptions, cutoff time.Time, log *slog.Logger) HostPrune {
-	hp := HostPrune{Name: h.Name}
+func pruneHost(ctx context.Context, h manifest.HostConfig, opts Options, cutoff time.Time, log *slog.Logger) Host {
+	hp := Host{Name: h.Name}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	dial := opts.Dial
@@ -179,7 +179,7 @@ func pruneHost(ctx context.Context, h manifest.HostConfig, opts PruneOptions, cu
 	return hp
 }
 
-func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig, dryRun bool, cutoff time.Time, hp *HostPrune, log *slog.Logger) error {
+func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig, dryRun bool, cutoff time.Time, hp *Host, log *slog.Logger) error {
 	cfg := setup.ClaimConfig(h, log)
 	inboxes, err := claim.Discover(ctx, fsys, cfg)
 	if err != nil {
@@ -203,7 +203,7 @@ func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig,
 // processed/ directory. Anything that is not a regular file with a plain
 // *.md name is left alone, and so is dir itself when it is not a real
 // directory.
-func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dryRun bool, cutoff time.Time, hp *HostPrune, log *slog.Logger) error {
+func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dryRun bool, cutoff time.Time, hp *Host, log *slog.Logger) error {
 	fi, err := fsys.Lstat(ctx, dir)
 	switch {
 	case errors.Is(err, transport.ErrNotExist):

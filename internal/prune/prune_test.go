@@ -1,14 +1,12 @@
-package handoff
+package prune_test
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +14,15 @@ import (
 	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 
+	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/prune"
+	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
 )
 
@@ -63,39 +66,40 @@ func fileSizes(t *testing.T, paths []string) int64 {
 // one handoff stored but not yet ingested, and processed/ directories
 // holding things prune must leave alone.
 type pruneFixture struct {
-	*testEnv
-	processed []string // the archived handoffs prune must remove
-	spoolGone []string // spool files prune must remove
-	keep      []string // paths that must survive, whatever their age
-	outside   string   // a directory outside every inbox
+	*testenv.Env
+	dial      setup.Dialer // nil: setup.Dial
+	processed []string     // the archived handoffs prune must remove
+	spoolGone []string     // spool files prune must remove
+	keep      []string     // paths that must survive, whatever their age
+	outside   string       // a directory outside every inbox
 }
 
 func newPruneFixture(t *testing.T) *pruneFixture {
-	e := newEnv(t)
-	f := &pruneFixture{testEnv: e, outside: filepath.Join(e.dir, "outside")}
-	e.put(e.inbox, "a.md", card("create-card", "x.md", goodFM))
-	e.put(e.inbox, "b.md", "not a handoff")
-	e.put(e.inbox, "r.md", doc("../etc/passwd", "x"))
-	e.put(e.inbox2, "c.md", doc("TOOLS.md", "t"))
-	r := e.sync(false)
+	e := testenv.NewEnv(t, "")
+	f := &pruneFixture{Env: e, outside: filepath.Join(e.Dir, "outside")}
+	e.Put(e.Inbox, "a.md", testenv.Card("x.md", "body"))
+	e.Put(e.Inbox, "b.md", "not a handoff")
+	e.Put(e.Inbox, "r.md", testenv.Doc("../etc/passwd", "x"))
+	e.Put(e.Inbox2, "c.md", testenv.Doc("TOOLS.md", "t"))
+	r := f.sync()
 	if r.Counts.Promoted != 1 || r.Counts.Routed != 1 || r.Counts.Review != 1 || r.Counts.Malformed != 1 {
 		t.Fatalf("setup sync: %+v", r.Counts)
 	}
-	f.processed = append(glob(t, filepath.Join(e.inbox, "processed/*.md")), glob(t, filepath.Join(e.inbox2, "processed/*.md"))...)
+	f.processed = append(glob(t, filepath.Join(e.Inbox, "processed/*.md")), glob(t, filepath.Join(e.Inbox2, "processed/*.md"))...)
 	if len(f.processed) != 3 {
 		t.Fatalf("processed: %v", f.processed)
 	}
 	for _, n := range []string{"a.md", "r.md", "c.md"} {
-		f.spoolGone = append(f.spoolGone, filepath.Join(e.ws, layout.SpoolDir, claim.Name(sum(map[string]string{
-			"a.md": card("create-card", "x.md", goodFM), "r.md": doc("../etc/passwd", "x"), "c.md": doc("TOOLS.md", "t")}[n]))))
+		f.spoolGone = append(f.spoolGone, filepath.Join(e.WS, layout.SpoolDir, claim.Name(testenv.Sum(map[string]string{
+			"a.md": testenv.Card("x.md", "body"), "r.md": testenv.Doc("../etc/passwd", "x"), "c.md": testenv.Doc("TOOLS.md", "t")}[n]))))
 	}
 	old := time.Now().Add(-365 * 24 * time.Hour)
 
 	// Never removed: malformed/, review drafts, the malformed handoff's
 	// spool file.
-	f.keep = append(f.keep, glob(t, filepath.Join(e.inbox, "malformed/*.md"))...)
-	f.keep = append(f.keep, glob(t, filepath.Join(e.ws, layout.ReviewDir, "*.md"))...)
-	f.keep = append(f.keep, filepath.Join(e.ws, layout.SpoolDir, claim.Name(sum("not a handoff"))))
+	f.keep = append(f.keep, glob(t, filepath.Join(e.Inbox, "malformed/*.md"))...)
+	f.keep = append(f.keep, glob(t, filepath.Join(e.WS, layout.ReviewDir, "*.md"))...)
+	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, claim.Name(testenv.Sum("not a handoff"))))
 	if len(f.keep) != 3 {
 		t.Fatalf("keep: %v", f.keep)
 	}
@@ -104,28 +108,28 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 	}
 
 	// A handoff stored but not ingested yet (a crash between the two).
-	pending := doc("TOOLS.md", "pending")
-	sp, err := claim.OpenSpool(filepath.Join(e.ws, layout.SpoolDir))
+	pending := testenv.Doc("TOOLS.md", "pending")
+	sp, err := claim.OpenSpool(filepath.Join(e.WS, layout.SpoolDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sp.Put(map[string][]byte{sum(pending): []byte(pending)}); err != nil {
+	if err := sp.Put(map[string][]byte{testenv.Sum(pending): []byte(pending)}); err != nil {
 		t.Fatal(err)
 	}
 	sp.Close()
-	led, err := ingest.OpenLedger(filepath.Join(e.ws, layout.LedgerFile))
+	led, err := ingest.OpenLedger(filepath.Join(e.WS, layout.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := led.RecordSources(context.Background(), "crashed", []claim.Source{{Host: "canonical", Inbox: e.inbox, Name: "p.md", SHA256: sum(pending), Size: int64(len(pending)), Parses: true}}); err != nil {
+	if _, err := led.RecordSources(context.Background(), "crashed", []claim.Source{{Host: "canonical", Inbox: e.Inbox, Name: "p.md", SHA256: testenv.Sum(pending), Size: int64(len(pending)), Parses: true}}); err != nil {
 		t.Fatal(err)
 	}
 	led.Close()
-	f.keep = append(f.keep, filepath.Join(e.ws, layout.SpoolDir, claim.Name(sum(pending))))
+	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, claim.Name(testenv.Sum(pending))))
 
 	// In processed/: a young handoff, a symlink, a directory with a file
 	// in it, a name that is not a plain *.md name. All old but the first.
-	proc := filepath.Join(e.inbox, claim.ProcessedDir)
+	proc := filepath.Join(e.Inbox, claim.ProcessedDir)
 	young := filepath.Join(proc, "young.0123456789ab.md")
 	mustWriteFile(t, young, "young")
 	setMtime(t, young, time.Now().Add(20*24*time.Hour))
@@ -149,7 +153,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 
 	// A third inbox whose processed/ is a symlink to a directory of old
 	// files: nothing below a symlink is touched.
-	in3 := filepath.Join(e.dir, "repos/tool/.claude/memory-handoffs")
+	in3 := filepath.Join(e.Dir, "repos/tool/.claude/memory-handoffs")
 	if err := os.MkdirAll(in3, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +177,21 @@ func mustWriteFile(t *testing.T, p, s string) {
 	}
 }
 
-func (f *pruneFixture) prune(dryRun bool) *PruneReport {
-	f.t.Helper()
-	r, err := Prune(context.Background(), PruneOptions{Manifest: f.m, OlderThan: thirtyDays, DryRun: dryRun, Now: pruneLater, Dial: f.dial})
+// sync runs one sync of the fixture's host.
+func (f *pruneFixture) sync() *receipts.Receipt {
+	f.T.Helper()
+	r, err := handoff.Sync(context.Background(), handoff.Options{Manifest: f.M, Dial: f.dial})
 	if err != nil {
-		f.t.Fatalf("Prune: %v", err)
+		f.T.Fatalf("Sync: %v", err)
+	}
+	return r
+}
+
+func (f *pruneFixture) prune(dryRun bool) *prune.Report {
+	f.T.Helper()
+	r, err := prune.Run(context.Background(), prune.Options{Manifest: f.M, OlderThan: thirtyDays, DryRun: dryRun, Now: pruneLater, Dial: f.dial})
+	if err != nil {
+		f.T.Fatalf("Prune: %v", err)
 	}
 	return r
 }
@@ -198,19 +212,19 @@ func countRows(t *testing.T, ws string) int {
 
 func TestPrune(t *testing.T) {
 	f := newPruneFixture(t)
-	rows := countRows(t, f.ws)
+	rows := countRows(t, f.WS)
 	wantBytes := fileSizes(t, f.processed)
 	wantSpoolBytes := fileSizes(t, f.spoolGone)
 
 	// A dry run reports exactly what the real run then does, and changes
 	// nothing at all.
-	before := treeHash(t, f.dir)
+	before := testenv.TreeHash(t, f.Dir)
 	dry := f.prune(true)
-	if after := treeHash(t, f.dir); after != before {
+	if after := testenv.TreeHash(t, f.Dir); after != before {
 		t.Fatal("dry run changed the tree")
 	}
 	applied := f.prune(false)
-	for _, r := range []*PruneReport{dry, applied} {
+	for _, r := range []*prune.Report{dry, applied} {
 		if len(r.Hosts) != 1 || r.Failed() {
 			t.Fatalf("hosts: %+v", r.Hosts)
 		}
@@ -232,7 +246,7 @@ func TestPrune(t *testing.T) {
 			t.Errorf("%s must never be pruned: %v", p, err)
 		}
 	}
-	if n := countRows(t, f.ws); n != rows || n != 5 {
+	if n := countRows(t, f.WS); n != rows || n != 5 {
 		t.Errorf("ledger has %d source rows after prune, want %d", n, rows)
 	}
 
@@ -246,7 +260,7 @@ func TestPrune(t *testing.T) {
 // TestPruneKeepsYoung: with a cutoff before everything, nothing goes.
 func TestPruneKeepsYoung(t *testing.T) {
 	f := newPruneFixture(t)
-	r, err := Prune(context.Background(), PruneOptions{Manifest: f.m, OlderThan: thirtyDays})
+	r, err := prune.Run(context.Background(), prune.Options{Manifest: f.M, OlderThan: thirtyDays})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,8 +287,8 @@ hosts:
   - name: canonical
     transport: local
     discover: [{root: %s, max_depth: 2}]
-`, f.ws, filepath.Join(f.dir, "repos"))
-	m, err := manifest.Parse([]byte(yml), filepath.Join(f.dir, "writers.yaml"))
+`, f.WS, filepath.Join(f.Dir, "repos"))
+	m, err := manifest.Parse([]byte(yml), filepath.Join(f.Dir, "writers.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +298,7 @@ hosts:
 		}
 		return transport.NewLocal(), nil
 	}
-	r, err := Prune(context.Background(), PruneOptions{Manifest: m, OlderThan: thirtyDays, Now: pruneLater, Dial: dial})
+	r, err := prune.Run(context.Background(), prune.Options{Manifest: m, OlderThan: thirtyDays, Now: pruneLater, Dial: dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,12 +315,12 @@ hosts:
 func TestPruneSelectedHostSpool(t *testing.T) {
 	f := newPruneFixture(t)
 	yml := fmt.Sprintf("version: 1\nworkspace: %s\nhosts:\n  - name: canonical\n    transport: local\n    discover: [{root: %s, max_depth: 2}]\n  - name: other\n    transport: local\n    inboxes: [/nowhere/.claude/memory-handoffs]\n",
-		f.ws, filepath.Join(f.dir, "repos"))
-	m, err := manifest.Parse([]byte(yml), filepath.Join(f.dir, "writers.yaml"))
+		f.WS, filepath.Join(f.Dir, "repos"))
+	m, err := manifest.Parse([]byte(yml), filepath.Join(f.Dir, "writers.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Prune(context.Background(), PruneOptions{Manifest: m, Hosts: []string{"other"}, OlderThan: thirtyDays, Now: pruneLater})
+	r, err := prune.Run(context.Background(), prune.Options{Manifest: m, Hosts: []string{"other"}, OlderThan: thirtyDays, Now: pruneLater})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,13 +331,13 @@ func TestPruneSelectedHostSpool(t *testing.T) {
 
 func TestPruneLockedAndUsage(t *testing.T) {
 	f := newPruneFixture(t)
-	fl := flock.New(filepath.Join(f.ws, layout.LockFile))
+	fl := flock.New(filepath.Join(f.WS, layout.LockFile))
 	if ok, err := fl.TryLock(); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	for _, dry := range []bool{false, true} {
-		_, err := Prune(context.Background(), PruneOptions{Manifest: f.m, OlderThan: thirtyDays, DryRun: dry, Now: pruneLater})
-		if !errors.Is(err, ErrLocked) {
+		_, err := prune.Run(context.Background(), prune.Options{Manifest: f.M, OlderThan: thirtyDays, DryRun: dry, Now: pruneLater})
+		if !errors.Is(err, setup.ErrLocked) {
 			t.Fatalf("dry=%v: %v, want ErrLocked", dry, err)
 		}
 	}
@@ -333,36 +347,11 @@ func TestPruneLockedAndUsage(t *testing.T) {
 			t.Fatalf("a prune that found the lock held removed %s", p)
 		}
 	}
-	var ue *UsageError
-	if _, err := Prune(context.Background(), PruneOptions{Manifest: f.m}); !errors.As(err, &ue) {
+	var ue *setup.UsageError
+	if _, err := prune.Run(context.Background(), prune.Options{Manifest: f.M}); !errors.As(err, &ue) {
 		t.Fatalf("zero --older-than: %v, want a usage error", err)
 	}
-	if _, err := Prune(context.Background(), PruneOptions{Manifest: f.m, OlderThan: time.Hour, Hosts: []string{"nope"}}); !errors.As(err, &ue) {
+	if _, err := prune.Run(context.Background(), prune.Options{Manifest: f.M, OlderThan: time.Hour, Hosts: []string{"nope"}}); !errors.As(err, &ue) {
 		t.Fatalf("unknown host: %v, want a usage error", err)
 	}
-}
-
-// TestRelayLogProgress: a worker's progress lines become "pulling" updates
-// for Options.Progress (and stay in the log); nothing else does, and
-// nonsense counts read as 0. (It lives here because worker_test.go does not
-// exist yet; move it there when it does.)
-func TestRelayLogProgress(t *testing.T) {
-	in := strings.Join([]string{
-		`{"time":"t","level":"DEBUG","msg":"progress","host":"laptop","inboxes":2,"pulled":5}`,
-		`{"time":"t","level":"INFO","msg":"handoff","name":"a.md"}`,
-		`not json`,
-		`{"level":"DEBUG","msg":"progress","inboxes":-3,"pulled":"many"}`,
-	}, "\n") + "\n"
-	var got []HostProgress
-	var logged strings.Builder
-	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	relayLog(strings.NewReader(in), "laptop", log, func(p HostProgress) { got = append(got, p) })
-	want := []HostProgress{{Host: "laptop", State: "pulling", Inboxes: 2, Pulled: 5}, {Host: "laptop", State: "pulling"}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("progress %+v, want %+v", got, want)
-	}
-	if !strings.Contains(logged.String(), "msg=handoff") || !strings.Contains(logged.String(), "msg=progress") {
-		t.Fatalf("log lost lines:\n%s", logged.String())
-	}
-	relayLog(strings.NewReader(in), "laptop", log, nil) // no callback: logs only
 }
