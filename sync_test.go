@@ -136,6 +136,8 @@ func TestReasonsAndRoutes(t *testing.T) {
 		{name: "update-card on absent card", content: card("update-card", "x.md", goodFM, "Expected card SHA256", strings.Repeat("b", 64)), result: "review", reason: "card-missing"},
 		{name: "create on existing card", setup: func(e *testEnv) { e.writeWS("memory/cards/x.md", existing) },
 			content: card("create-card", "x.md", goodFM), result: "review", reason: "card-exists"},
+		{name: "create on a card holding exactly its content", setup: func(e *testEnv) { e.writeWS("memory/cards/x.md", goodFM+"\n") },
+			content: card("create-card", "x.md", goodFM), result: "duplicate", reason: "card-identical", target: "memory/cards/x.md", wantTarget: goodFM + "\n"},
 		{name: "append TOOLS.md", setup: func(e *testEnv) { e.writeWS("TOOLS.md", "# Tools\n\n\n") },
 			content: doc("TOOLS.md", "\n- jq\n"), result: "routed", target: "TOOLS.md", wantTarget: "# Tools\n\n- jq\n"},
 		{name: "append USER.md (absent)", content: doc("USER.md", "likes tea"), result: "routed", target: "USER.md", wantTarget: "likes tea\n"},

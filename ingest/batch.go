@@ -336,7 +336,7 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 		return nil, err
 	}
 	if reason != "" {
-		return it, b.review(it, data, outcome{Reason: reason, Action: h.Action})
+		return it, b.unplanned(it, data, h, p, reason)
 	}
 	it.o = p.outcome()
 	if in.opts.DryRun {

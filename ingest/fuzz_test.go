@@ -36,6 +36,8 @@ func FuzzParse(f *testing.F) {
 		"\uFEFF# Memory Handoff\n## Suggested card content\n---\n---\n",
 		"# Memory Handoff\n## Recommended memory action\nno-card\n## Target document\nrules/..md\n",
 		"# Memory Handoff\n## Suggested card content\n---\n&a [*a, *a]\n---\n",
+		"# Memory Handoff\n## Suggested card content\n  ```markdown\n  ---\n  topic: x\n  ---\n  ```\n## Target document\n(n/a — card-only)\n",
+		"# Memory Handoff\n## Suggested card content\n~~~~\n```\n~~~\n~~~~\n## Target card\n(none\n)\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -61,6 +63,27 @@ func FuzzParse(f *testing.F) {
 		}
 		if c := h.Card; c != nil && c.Content != "" && (!strings.HasSuffix(c.Content, "\n") || strings.TrimSpace(c.Content)+"\n" != c.Content) {
 			t.Errorf("card content %q is not trimmed text plus one newline", c.Content)
+		}
+		// The card content is the section as written or, for a section
+		// that starts with a fence, text from inside it.
+		if c, sec := h.Card, h.Sections[SectionCardContent]; c != nil && c.Content != "" && c.Content != sec+"\n" {
+			if !strings.HasPrefix(sec, "`") && !strings.HasPrefix(sec, "~") || !strings.Contains(dedent(sec), dedent(strings.TrimSuffix(c.Content, "\n"))) {
+				t.Errorf("card content %q is neither section %q nor text inside its fence", c.Content, sec)
+			}
+		}
+		// A placeholder never hides real content: a section read as
+		// absent holds at most one line.
+		card := false
+		for k, v := range h.Sections {
+			if sectionText(h.Sections, k) == "" && strings.Contains(v, "\n") {
+				t.Errorf("section %q of several lines read as absent: %q", k, v)
+			}
+			if k == SectionTargetCard || k == SectionExpectedSHA || k == SectionCardContent {
+				card = card || sectionText(h.Sections, k) != ""
+			}
+		}
+		if card != (h.Card != nil) {
+			t.Errorf("card sections present: %v, Card = %+v", card, h.Card)
 		}
 		before := heapAllocs()
 		ps := h.Validate()
@@ -121,6 +144,15 @@ func FuzzFrontMatter(f *testing.F) {
 			t.Errorf("accepted front matter whose tags are %T", m["tags"])
 		}
 	})
+}
+
+// dedent removes the leading spaces of every line of s.
+func dedent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(l, " ")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // allocBudget bounds what checking an n-byte input may allocate.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -65,9 +67,11 @@ var handoffTypes = map[string]bool{
 
 // Handoff is a parsed memory handoff. Parse fills it; Validate checks it.
 type Handoff struct {
-	// Sections maps each section key present in the file to its body: the
-	// text between its heading line and the next known heading, trimmed of
-	// surrounding white space. A heading with nothing under it maps to "".
+	// Sections maps each section key present in the file to its body as
+	// written: the text between its heading line and the next known
+	// heading, trimmed of surrounding white space. A heading with nothing
+	// under it maps to "". The fields below read a placeholder body such
+	// as "(none)" as absent (see IsPlaceholder); Sections keeps it.
 	Sections map[string]string
 
 	Type    string // the Type section, lowercased
@@ -76,10 +80,10 @@ type Handoff struct {
 	Action  string // the Recommended memory action section, lowercased
 
 	// Card is set when the Target card, Expected card SHA256 or Suggested
-	// card content section is non-empty.
+	// card content section is present: neither empty nor a placeholder.
 	Card *CardChange
 	// Document is set when the Target document or Suggested document
-	// content section is non-empty.
+	// content section is present.
 	Document *DocChange
 
 	raw string // the whole file, as parsed, for the content scans
@@ -90,7 +94,9 @@ type CardChange struct {
 	Name           string // the Target card section
 	ExpectedSHA256 string // the Expected card SHA256 section, lowercased
 	// Content is exactly what the card file gets: the Suggested card content
-	// section plus one "\n", or "" when that section is empty.
+	// section plus one "\n", or "" when that section is absent. When one
+	// fenced code block is the whole section, its inside stands for the
+	// section (see unfence).
 	Content string
 }
 
@@ -131,7 +137,9 @@ var titleRE = regexp.MustCompile(`^#[ \t]+(?i:memory handoff)[ \t\r]*$`)
 // UTF-8, holds a NUL byte, does not start with a "# Memory Handoff" line, has
 // no known section, or has a known section twice. CRLF line endings are
 // accepted, and section bodies use "\n". A leading byte order mark is
-// tolerated here and reported by Validate.
+// tolerated here and reported by Validate. A section whose whole body is a
+// placeholder counts as absent, and card content wrapped whole in one code
+// fence is read from inside the fence.
 func Parse(data []byte) (*Handoff, error) {
 	if !utf8.Valid(data) {
 		return nil, parseErrorf("the file is not valid UTF-8; save it as UTF-8")
@@ -146,9 +154,14 @@ func Parse(data []byte) (*Handoff, error) {
 	titled := false
 	key := "" // the section being read
 	var body []string
+	cardBody := "" // the card content section untrimmed, for unfence
 	flush := func() {
 		if key != "" {
-			h.Sections[key] = strings.TrimSpace(strings.Join(body, "\n"))
+			b := strings.Join(body, "\n")
+			h.Sections[key] = strings.TrimSpace(b)
+			if key == SectionCardContent {
+				cardBody = b
+			}
 		}
 	}
 	for n, line := range strings.Split(text, "\n") {
@@ -182,24 +195,162 @@ func Parse(data []byte) (*Handoff, error) {
 		return nil, parseErrorf("no known section; add %q, %q and the other sections", "## Type", "## Title")
 	}
 
-	s := h.Sections
-	h.Type = strings.ToLower(s[SectionType])
-	h.Title = s[SectionTitle]
-	h.Summary = s[SectionSummary]
-	h.Action = strings.ToLower(s[SectionAction])
-	if s[SectionTargetCard] != "" || s[SectionExpectedSHA] != "" || s[SectionCardContent] != "" {
-		h.Card = &CardChange{
-			Name:           s[SectionTargetCard],
-			ExpectedSHA256: strings.ToLower(s[SectionExpectedSHA]),
+	read := func(k string) string { return sectionText(h.Sections, k) }
+	h.Type = strings.ToLower(read(SectionType))
+	h.Title = read(SectionTitle)
+	h.Summary = read(SectionSummary)
+	h.Action = strings.ToLower(read(SectionAction))
+	name, sha, content := read(SectionTargetCard), read(SectionExpectedSHA), read(SectionCardContent)
+	if name != "" || sha != "" || content != "" {
+		h.Card = &CardChange{Name: name, ExpectedSHA256: strings.ToLower(sha)}
+		if content != "" {
+			if inner, ok := unfence(cardBody); ok {
+				content = strings.TrimSpace(inner)
+			}
 		}
-		if c := s[SectionCardContent]; c != "" {
-			h.Card.Content = c + "\n"
+		if content != "" {
+			h.Card.Content = content + "\n"
 		}
 	}
-	if s[SectionTargetDocument] != "" || s[SectionDocumentContent] != "" {
-		h.Document = &DocChange{Target: s[SectionTargetDocument], Content: s[SectionDocumentContent]}
+	// Document content is kept as written, fences included: a code block
+	// is a fair thing to append to a document.
+	if target, content := read(SectionTargetDocument), read(SectionDocumentContent); target != "" || content != "" {
+		h.Document = &DocChange{Target: target, Content: content}
 	}
 	return h, nil
+}
+
+// sectionText returns a section's body, or "" when it is absent, empty or
+// a placeholder.
+func sectionText(sections map[string]string, key string) string {
+	v := sections[key]
+	if IsPlaceholder(v) {
+		return ""
+	}
+	return v
+}
+
+// placeholderWords are the words that, alone, say a section is empty. A
+// parenthesised note may start with one of them.
+var placeholderWords = []string{"none", "n/a", "na", "not applicable", "null", "nil", "-", "\u2013", "\u2014"}
+
+// IsPlaceholder reports whether a section body says only that there is
+// nothing here, so that the section counts as absent. Case aside, the body
+// is one line: one of placeholderWords, optionally followed by one ".", or
+// a parenthesised note that starts with one of them, followed by nothing,
+// by ",", ";", ":", ".", "(", or by a space and a dash, as in
+// "(n/a — card-only)". Any other text, or a placeholder with other text
+// beside it, is content. An empty body is not a placeholder; it is empty.
+func IsPlaceholder(body string) bool {
+	s := strings.ToLower(strings.TrimSpace(body))
+	if s == "" || strings.ContainsAny(s, "\n\r") {
+		return false
+	}
+	if slices.Contains(placeholderWords, strings.TrimSuffix(s, ".")) {
+		return true
+	}
+	note, ok := strings.CutPrefix(s, "(")
+	if !ok {
+		return false
+	}
+	if note, ok = strings.CutSuffix(note, ")"); !ok {
+		return false
+	}
+	note = strings.TrimSpace(note)
+	for _, w := range placeholderWords {
+		rest, ok := strings.CutPrefix(note, w)
+		if !ok {
+			continue
+		}
+		after := strings.TrimLeft(rest, " \t")
+		if after == "" {
+			return true
+		}
+		// A dash needs a space before it: "(na-ive)" is a word.
+		r, _ := utf8.DecodeRuneInString(after)
+		if strings.ContainsRune(",;:.(", r) || (len(after) < len(rest) && strings.ContainsRune("-\u2013\u2014", r)) {
+			return true
+		}
+	}
+	return false
+}
+
+// cardFenceInfos are the info strings (lowercased) a code fence around the
+// whole card content may carry.
+var cardFenceInfos = map[string]bool{"": true, "markdown": true, "md": true, "yaml": true, "yml": true, "text": true, "txt": true}
+
+// unfence returns the inside of body when one fenced code block is the
+// whole of it, as CommonMark reads fences: blank lines may surround the
+// block, nothing else may. The opening line is up to three spaces, three or
+// more backticks or tildes, and an info string from cardFenceInfos; the
+// block ends at the first line of at least as many of the same character
+// (up to three spaces before, blanks after), which must be its last
+// non-blank line. Inside lines lose up to as many leading spaces as the
+// opening line has.
+func unfence(body string) (string, bool) {
+	lines := strings.Split(body, "\n")
+	blank := func(l string) bool { return strings.Trim(l, " \t\r") == "" }
+	first, last := 0, len(lines)-1
+	for first <= last && blank(lines[first]) {
+		first++
+	}
+	for last > first && blank(lines[last]) {
+		last--
+	}
+	if last <= first {
+		return "", false
+	}
+	indent, fence, info, ok := fenceOpener(lines[first])
+	if !ok || !cardFenceInfos[strings.ToLower(info)] {
+		return "", false
+	}
+	for _, l := range lines[first+1 : last] {
+		if closesFence(l, fence) {
+			return "", false // the block ends early: it is only part of the section
+		}
+	}
+	if !closesFence(lines[last], fence) {
+		return "", false
+	}
+	inner := make([]string, 0, last-first-1)
+	for _, l := range lines[first+1 : last] {
+		n := 0
+		for n < indent && n < len(l) && l[n] == ' ' {
+			n++
+		}
+		inner = append(inner, l[n:])
+	}
+	return strings.Join(inner, "\n"), true
+}
+
+// fenceOpener parses a line that opens a fenced code block: its
+// indentation, the fence itself ("```", "~~~~", ...) and the info string.
+// A backtick fence's info string may not hold a backtick.
+func fenceOpener(line string) (indent int, fence, info string, ok bool) {
+	indent = len(line) - len(strings.TrimLeft(line, " "))
+	rest := line[indent:]
+	if indent > 3 || rest == "" || (rest[0] != '`' && rest[0] != '~') {
+		return 0, "", "", false
+	}
+	n := len(rest) - len(strings.TrimLeft(rest, rest[:1]))
+	if n < 3 {
+		return 0, "", "", false
+	}
+	info = strings.Trim(rest[n:], " \t\r")
+	if rest[0] == '`' && strings.ContainsRune(info, '`') {
+		return 0, "", "", false
+	}
+	return indent, rest[:n], info, true
+}
+
+// closesFence reports whether line closes a block opened by fence.
+func closesFence(line, fence string) bool {
+	indent := len(line) - len(strings.TrimLeft(line, " "))
+	if indent > 3 {
+		return false
+	}
+	rest := strings.TrimRight(line[indent:], " \t\r")
+	return len(rest) >= len(fence) && strings.Trim(rest, fence[:1]) == ""
 }
 
 // sectionKey reports whether line is the heading of a known section, and
@@ -258,8 +409,11 @@ func (h *Handoff) Validate() []Problem {
 	}
 
 	for _, k := range []string{SectionType, SectionTitle, SectionSummary, SectionAction} {
-		if strings.TrimSpace(h.Sections[k]) == "" {
+		switch v := h.Sections[k]; {
+		case strings.TrimSpace(v) == "":
 			add(ReasonMissingSection, k, "add a non-empty %q section", "## "+sectionHeadings[k])
+		case IsPlaceholder(v):
+			add(ReasonMissingSection, k, "the %q section holds only %q, which reads as absent; write it out", "## "+sectionHeadings[k], clip(v))
 		}
 	}
 	if h.Type != "" && !handoffTypes[h.Type] {
@@ -426,7 +580,11 @@ func FrontMatter(content string) (map[string]any, *Problem) {
 	lines := strings.Split(content, "\n")
 	isFence := func(l string) bool { return strings.TrimRight(l, " \t\r") == "---" }
 	if !isFence(lines[0]) {
-		return nil, &Problem{Reason: ReasonMissingFrontMatter, Field: SectionCardContent, Message: "card content must start with a \"---\" line opening YAML front matter with topic, category and tags"}
+		msg := "card content must start with a \"---\" line opening YAML front matter with topic, category and tags"
+		if _, _, _, ok := fenceOpener(lines[0]); ok {
+			msg += "; it starts with a code fence, which is read as the card only when the fence is the whole section (nothing before or after it, no line inside closing it, info string markdown, md, yaml, yml, text, txt or none)"
+		}
+		return nil, &Problem{Reason: ReasonMissingFrontMatter, Field: SectionCardContent, Message: msg}
 	}
 	end := -1
 	for i := 1; i < len(lines); i++ {
@@ -454,17 +612,8 @@ func FrontMatter(content string) (map[string]any, *Problem) {
 	if !ok {
 		return invalid("the front matter must be a YAML mapping like \"topic: ...\"; add topic, category and tags")
 	}
-	var lacks []string
-	for _, k := range []string{"topic", "category"} {
-		if !isScalar(m[k]) {
-			lacks = append(lacks, "a non-empty "+k)
-		}
-	}
-	if _, ok := m["tags"].([]any); !ok {
-		lacks = append(lacks, "a tags list such as [go, ssh]")
-	}
-	if lacks != nil {
-		return invalid("the front matter needs %s", strings.Join(lacks, ", "))
+	if msg := frontMatterKeys(m); msg != "" {
+		return invalid("%s", msg)
 	}
 	// YAML escapes ("\u202e") hide characters from the check on the raw
 	// file; look at the decoded values too.
@@ -473,6 +622,60 @@ func FrontMatter(content string) (map[string]any, *Problem) {
 		return nil, &p
 	}
 	return m, nil
+}
+
+// frontMatterKeys says what the front matter's topic, category and tags
+// lack, or returns "" when they are all there. It names the missing keys,
+// and the keys present that look like one of them but do not stand in for
+// it ("title:" for "topic:").
+func frontMatterKeys(m map[string]any) string {
+	isList := func(v any) bool { _, ok := v.([]any); return ok }
+	keys := slices.Sorted(maps.Keys(m))
+	var missing, examples, standIns, wrong []string
+	for _, k := range []struct {
+		name, example, want string
+		ok                  func(any) bool
+		lookalikes          []string
+	}{
+		{"topic", `"topic: ..."`, "one non-empty value", isScalar, []string{"title", "name", "subject"}},
+		{"category", `"category: ..."`, "one non-empty value", isScalar, []string{"categories", "type", "kind"}},
+		{"tags", `"tags: [a, b]"`, "a list such as [go, ssh]", isList, []string{"tag", "keywords", "labels"}},
+	} {
+		v, present := m[k.name]
+		if present {
+			if !k.ok(v) {
+				wrong = append(wrong, k.name+" must be "+k.want)
+			}
+			continue
+		}
+		missing = append(missing, k.name)
+		examples = append(examples, k.example)
+		for _, key := range keys {
+			if strings.EqualFold(key, k.name) || slices.Contains(k.lookalikes, strings.ToLower(key)) {
+				standIns = append(standIns, fmt.Sprintf("%q does not stand for %q", clip(key)+":", k.name+":"))
+			}
+		}
+	}
+	var parts []string
+	if missing != nil {
+		p := "the front matter lacks " + andList(missing) + "; add " + andList(examples)
+		if standIns != nil {
+			p += " (" + strings.Join(standIns, ", ") + ")"
+		}
+		parts = append(parts, p)
+	}
+	if wrong != nil {
+		parts = append(parts, "in the front matter, "+strings.Join(wrong, " and "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// andList joins words as "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // hiddenIn reports whether any decoded string in v holds a hidden rune.

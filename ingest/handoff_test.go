@@ -481,14 +481,14 @@ func TestReasonsDocumented(t *testing.T) {
 		ReasonUnsafeCardName, ReasonCardExists, ReasonCardMissing, ReasonMissingExpectedSHA,
 		ReasonHashConflict, ReasonBothCardAndDocument, ReasonUnsafeTarget, ReasonHeadingInDocument,
 		ReasonUnknownAction, ReasonInvalidType, ReasonSecretLike, ReasonHiddenCharacters, ReasonSymlink,
-		ReasonNotRegular, ReasonOversize, ReasonChanging, ReasonTooYoung, ReasonNoTarget,
+		ReasonNotRegular, ReasonOversize, ReasonChanging, ReasonTooYoung, ReasonNoTarget, ReasonCardIdentical,
 	} {
 		if Reasons[code] == "" {
 			t.Errorf("Reasons has no description for %q", code)
 		}
 	}
-	if len(Reasons) != 22 {
-		t.Errorf("Reasons has %d codes, want 22", len(Reasons))
+	if len(Reasons) != 23 {
+		t.Errorf("Reasons has %d codes, want 23", len(Reasons))
 	}
 }
 

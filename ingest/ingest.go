@@ -178,7 +178,8 @@ func (in *Ingester) readDisk(target string) ([]byte, bool, string, error) {
 }
 
 // plan decides the change a valid handoff makes to its target as read
-// returns it. A non-empty reason routes it to review instead.
+// returns it. A non-empty reason means no change: unplanned tells what
+// becomes of the handoff then.
 func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, string, error) {
 	p := &plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}
 	if h.Card != nil {
@@ -188,6 +189,11 @@ func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, strin
 			return p, reason, err
 		}
 		switch {
+		case h.Action == ActionCreateCard && exists && bytes.Equal(cur, []byte(h.Card.Content)):
+			// The card already holds what the create would write, byte
+			// for byte (an agent saved it twice): nothing to write.
+			p.Before, p.After = sum, sum
+			return p, ReasonCardIdentical, nil
 		case h.Action == ActionCreateCard && exists:
 			return p, ReasonCardExists, nil
 		case h.Action == ActionUpdateCard && !exists:
@@ -214,6 +220,27 @@ func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, strin
 	p.next = AppendDocument(cur, h.Document.Content)
 	p.After = hash(p.next)
 	return p, "", nil
+}
+
+// unplanned gives its result to a valid source that the planner gave a
+// reason instead of a plan. A create-card whose card already holds its
+// content (card-identical) is a duplicate: nothing is written, not even a
+// draft, and the entry names the card, with its hash as before and after.
+// Every other reason sends the handoff to review. p may be nil.
+func (b *batch) unplanned(it *item, data []byte, h *Handoff, p *plan, reason string) error {
+	if reason == ReasonCardIdentical {
+		it.o = outcome{Result: ResultDuplicate, Reason: reason, Action: h.Action, Target: p.Target, Before: p.Before, After: p.After}
+		return nil
+	}
+	return b.review(it, data, outcome{Reason: reason, Action: h.Action})
+}
+
+// ownResult reports whether o is the result of its content itself, which
+// the ledger keeps by hash so that later copies of the same bytes are
+// duplicates of it. Every outcome is, but that of such a copy: a duplicate
+// without a reason.
+func (o outcome) ownResult() bool {
+	return o.Result != ResultDuplicate || o.Reason != ""
 }
 
 // apply carries a recorded plan to its end: backup, guarded write,

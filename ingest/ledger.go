@@ -324,8 +324,9 @@ type finished struct {
 	planID int64
 }
 
-// finish records a source's result and, unless it is a duplicate, the
-// handoff's, in one transaction. planID, when not zero, is marked done or
+// finish records a source's result and, unless it is a copy of content
+// already ingested (see outcome.ownResult), the handoff's, in one
+// transaction. planID, when not zero, is marked done or
 // abandoned in the same transaction.
 func (l *Ledger) finish(ctx context.Context, runID string, src sourceRow, o outcome, planID int64) error {
 	return l.finishAll(ctx, runID, []finished{{src, o, planID}})
@@ -354,7 +355,7 @@ func (l *Ledger) finishAll(ctx context.Context, runID string, fs []finished) err
 		if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.src.ID); err != nil {
 			return err
 		}
-		if o.Result != ResultDuplicate {
+		if o.ownResult() {
 			if hoStmt == nil {
 				if hoStmt, err = tx.PrepareContext(ctx, `INSERT INTO handoffs
 					(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)

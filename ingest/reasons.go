@@ -25,6 +25,9 @@ const (
 	ReasonHiddenCharacters    = "hidden-characters"
 	ReasonNoTarget            = "no-target"
 
+	// Duplicate: nothing to write and nothing for a person to decide.
+	ReasonCardIdentical = "card-identical"
+
 	// Rejected or deferred at claim time: the file was never read, or not yet.
 	ReasonSymlink    = "symlink"
 	ReasonNotRegular = "not-regular"
@@ -37,11 +40,11 @@ const (
 // documentation of receipts is generated from it.
 var Reasons = map[string]string{
 	ReasonParseError:          "the file is not a handoff: invalid UTF-8, a NUL byte, no \"# Memory Handoff\" first line, no known section, or a section given twice",
-	ReasonMissingSection:      "a required section is absent or empty",
+	ReasonMissingSection:      "a required section is absent, empty or only a placeholder such as \"(none)\"",
 	ReasonMissingFrontMatter:  "the suggested card content does not start with a \"---\" front matter block",
-	ReasonInvalidFrontMatter:  "the card front matter is unclosed, is not a YAML mapping, or lacks topic, category or a tags list",
+	ReasonInvalidFrontMatter:  "the card front matter is unclosed, is not a YAML mapping, or lacks topic, category or a tags list (other keys, such as title, do not stand in for them)",
 	ReasonUnsafeCardName:      "the target card is not a plain file name like \"my-card.md\"",
-	ReasonCardExists:          "create-card names a card that already exists",
+	ReasonCardExists:          "create-card names a card that already exists, with content other than the handoff's",
 	ReasonCardMissing:         "update-card names a card that does not exist",
 	ReasonMissingExpectedSHA:  "update-card lacks an expected card sha256 of 64 hex digits",
 	ReasonHashConflict:        "the card no longer has the sha256 the writer expected: someone changed it since",
@@ -53,6 +56,7 @@ var Reasons = map[string]string{
 	ReasonSecretLike:          "the handoff contains what looks like a private key or access token",
 	ReasonHiddenCharacters:    "the handoff contains invisible, bidirectional or control characters",
 	ReasonNoTarget:            "a no-card handoff names no document to update, so a person must decide",
+	ReasonCardIdentical:       "create-card names a card that already holds exactly this content, byte for byte; nothing is written",
 	ReasonSymlink:             "the handoff, its inbox or a target path is a symbolic link",
 	ReasonNotRegular:          "the handoff is not a regular file",
 	ReasonOversize:            "the handoff is larger than max_file_size",

@@ -6,7 +6,7 @@ const (
 	ResultRouted    = "routed"    // text was appended to a document
 	ResultReview    = "review"    // a draft waits in memory/handoff-inbox
 	ResultMalformed = "malformed" // it did not parse; quarantined
-	ResultDuplicate = "duplicate" // the same bytes were ingested before
+	ResultDuplicate = "duplicate" // the same bytes were ingested before, or (card-identical) the card already holds them
 	ResultRejected  = "rejected"  // never read: symlink, not regular, oversize
 	ResultDeferred  = "deferred"  // left for a later run: too young, changing
 )
