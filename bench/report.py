@@ -11,6 +11,8 @@ changes of each connection) over-counts when many requests are in flight.
 
 Ratios are of medians: handoff's median over pruned rsync's median, etc.
 Only verified runs count; a tool with an unverified run is flagged.
+Variants of handoff run side by side (tools named handoff-X, see run.sh)
+get a column "ratio vs handoff" and their own round-trip line.
 """
 import argparse
 import csv
@@ -92,20 +94,27 @@ def main():
     print(f"### {cell}\n")
     if a.rtt_check:
         print(f"{a.rtt_check}\n")
-    print("| tool | runs ok | median s | min s | max s | ratio vs pruned rsync | ratio vs rclone |")
-    print("|---|---|---|---|---|---|---|")
+    variants = any(t.startswith("handoff-") for t in set(by) | set(bad))
+    vs = " ratio vs handoff |" if variants else ""
+    print("| tool | runs ok | median s | min s | max s | ratio vs pruned rsync | ratio vs rclone |" + vs)
+    print("|---|---|---|---|---|---|---|" + ("---|" if variants else ""))
     for t in ORDER + sorted(set(by) - set(ORDER)):
         if t not in by and not bad[t]:
             continue
         v = by.get(t, [])
         m = med.get(t)
         flag = f" ({bad[t]} failed verification)" if bad[t] else ""
-        print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |"
-              if v else f"| {t} | 0{flag} | – | – | – | – | – |")
-    if rts.get("handoff"):
-        rt = statistics.median(rts["handoff"])
-        mx = max(rtmax["handoff"])
-        line = f"\nhandoff round trips per host (counted at the proxy): median {rt:.0f}, max {mx}"
+        vcol = f" {ratio(m, med.get('handoff'))} |" if variants else ""
+        print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |{vcol}"
+              if v else f"| {t} | 0{flag} | – | – | – | – | – |" + (" – |" if variants else ""))
+    if variants:
+        print("\nruns (s, in the order run): " + "; ".join(
+            f"{t}: " + " ".join(r["seconds"] + ("" if r["verified"] == "ok" else "(bad)") for r in rows if r["tool"] == t)
+            for t in ORDER + sorted(set(by) - set(ORDER)) if t in by or bad[t]))
+    for h in [t for t in ["handoff"] + sorted(set(rts) - {"handoff"}) if rts.get(t)]:
+        rt = statistics.median(rts[h])
+        mx = max(rtmax[h])
+        line = f"\n{h} round trips per host (counted at the proxy): median {rt:.0f}, max {mx}"
         if a.floor_rt:
             line += f"; floor {a.floor_rt} (SFTP session setup + 3 directory levels + read + acknowledge): {rt / a.floor_rt:.1f}× the floor"
             if a.rtt:

@@ -15,6 +15,11 @@
 #   rsync-plain   rsync -a --remove-source-files, include '*/' + the two inbox globs, exclude '*'
 #   rsync-pruned  the same with anchored includes that never enter a directory that cannot hold an inbox
 #   rclone        rclone move over SFTP with the anchored include filters
+#   handoff-X     (optional) the same command as handoff, with the binary at
+#                 $HANDOFF_X_BIN (X upper-cased, - as _: handoff-b ->
+#                 HANDOFF_B_BIN), e.g. a variant built outside the tree;
+#                 -T "handoff handoff-b" alternates the two. Its files are
+#                 named receipt-handoff-b-N.json, handoff-b-N.log, ...
 #
 # one rsync/rclone process per host, all hosts in parallel. Each run writes
 # into a freshly made journaled ext4 (loop-mounted $BENCH_DIR/scratch; see
@@ -42,6 +47,23 @@ while getopts "k:r:f:t:n:T:" o; do
   esac
 done
 HERE=$(cd "$(dirname "$0")" && pwd)
+# tool_bin TOOL: the binary of handoff-X (from $HANDOFF_X_BIN).
+tool_bin() {
+  local var
+  var=$(printf '%s' "${1#handoff-}" | tr 'a-z-' 'A-Z_')
+  var=HANDOFF_${var}_BIN
+  printf '%s' "${!var:-}"
+}
+variants=""
+for t in $TOOLS; do
+  case $t in
+    handoff-*)
+      b=$(tool_bin "$t")
+      [ -n "$b" ] && [ -x "$b" ] || { echo "run.sh: tool $t needs an executable binary in \$HANDOFF_$(printf '%s' "${t#handoff-}" | tr 'a-z-' 'A-Z_')_BIN" >&2; exit 2; }
+      variants+="; $t = $b ($(cat "$b.rev" 2>/dev/null || echo "no $b.rev"), sha256 $(sha256sum "$b" | cut -c1-12))"
+      ;;
+  esac
+done
 MAIN=$(cd "$HERE/.." && pwd)
 export BENCH_DIR=${BENCH_DIR:-/srv/hbench}
 BIN=$BENCH_DIR/bin
@@ -110,7 +132,7 @@ t1=$(date +%s.%N)
 empty_secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
 sleep 0.2
 setup_rt=$(( $(tail -n +$((before + 1)) "$STATS" | jq -s 'map(.round_trips) | add') - 2 ))
-echo "handoff $(cat "$BIN/handoff.rev"); rtt-check: requested ${RTT} ms; TCP connect to first server byte: $probe (2 RTT on a real link); ssh host true: median ${ssh_true_med} s (${ssh_true[*]}); OpenSSH empty SFTP session: $sftp_rt round trips; handoff session setup: $setup_rt round trips (an empty handoff sync of one host: ${empty_secs} s)" | tee "$OUT/rtt.txt" >&2
+echo "handoff $(cat "$BIN/handoff.rev"); rtt-check: requested ${RTT} ms; TCP connect to first server byte: $probe (2 RTT on a real link); ssh host true: median ${ssh_true_med} s (${ssh_true[*]}); OpenSSH empty SFTP session: $sftp_rt round trips; handoff session setup: $setup_rt round trips (an empty handoff sync of one host: ${empty_secs} s)$variants" | tee "$OUT/rtt.txt" >&2
 
 # --- the tools ---------------------------------------------------------------------
 cat >"$W/writers.yaml" <<EOF
@@ -153,21 +175,23 @@ run_tool() { # tool rep -> prints seconds
   local tool=$1 rep=$2 h port
   local pids=()
   case $tool in
-    handoff)
+    handoff | handoff-*)
+      local hbin=$BIN/handoff tag=$rep
+      if [ "$tool" != handoff ]; then hbin=$(tool_bin "$tool") tag=$tool-$rep; fi
       local extra=()
       local prof=()
       if [ "${PROFILE:-0}" = 1 ]; then
         extra=(--verbose --log-format json)
-        mkdir -p "$OUT/cpu-$rep" # each worker's CPU profile, worker-<pid>.cpu
-        prof=(HANDOFF_WORKER_CPUPROFILE="$OUT/cpu-$rep")
+        mkdir -p "$OUT/cpu-$tag" # each worker's CPU profile, worker-<pid>.cpu
+        prof=(HANDOFF_WORKER_CPUPROFILE="$OUT/cpu-$tag")
       fi
       local perf=()
       if [ "${PERF:-0}" = 1 ]; then # the whole machine while handoff runs
-        perf=(perf record -a -g -F 499 -o "$OUT/perf-$rep.data" --)
+        perf=(perf record -a -g -F 499 -o "$OUT/perf-$tag.data" --)
       fi
-      env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" "$BIN/handoff" "${extra[@]}" sync --manifest "$W/writers.yaml" \
-        --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$rep.json" 2>"$OUT/handoff-$rep.log" || {
-        echo "handoff sync exited $? (see $OUT/handoff-$rep.log)" >&2; return 1; }
+      env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" "$hbin" "${extra[@]}" sync --manifest "$W/writers.yaml" \
+        --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$tag.json" 2>"$OUT/$tool-$rep.log" || {
+        echo "$tool sync exited $? (see $OUT/$tool-$rep.log)" >&2; return 1; }
       ;;
     rsync-plain | rsync-pruned)
       local filt
@@ -208,7 +232,7 @@ verify() {
     want=$HD/expected.txt
     left=$(find "$HD"/code/g*/repo*/.claude/memory-handoffs "$HD"/code/g*/repo*/.codex/memory-handoffs -maxdepth 1 -name '*.md' | wc -l)
     if [ "$left" != 0 ]; then echo "h$h: $left handoff(s) left in the inboxes"; return; fi
-    if [ "$tool" = handoff ]; then
+    if [ "${tool%%-*}" = handoff ]; then
       got=$(cd "$HD" && find code -path '*/memory-handoffs/processed/*.md' | sed -E 's#/processed/#/#; s#\.[0-9a-f]{12}\.md$#.md#' | sort)
     else
       got=$(cd "$DEST/$tool/h$h" && find . -type f | sed 's#^\./#code/#' | sort)
@@ -218,11 +242,12 @@ verify() {
       return
     fi
   done
-  if [ "$tool" = handoff ]; then
-    local total applied
+  if [ "${tool%%-*}" = handoff ]; then
+    local total applied receipt=$OUT/receipt-$rep.json
+    [ "$tool" = handoff ] || receipt=$OUT/receipt-$tool-$rep.json
     total=$((K * R * F))
-    applied=$(jq '.counts.pulled == '"$total"' and (.counts.promoted + .counts.routed) == '"$total"' and .outcome == "ok"' "$OUT/receipt-$rep.json")
-    if [ "$applied" != true ]; then echo "receipt: $(jq -c '{outcome, counts}' "$OUT/receipt-$rep.json")"; return; fi
+    applied=$(jq '.counts.pulled == '"$total"' and (.counts.promoted + .counts.routed) == '"$total"' and .outcome == "ok"' "$receipt")
+    if [ "$applied" != true ]; then echo "receipt: $(jq -c '{outcome, counts}' "$receipt")"; return; fi
   fi
   echo ok
 }
@@ -252,14 +277,15 @@ for rep in $(seq 1 "$N"); do
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
     sleep 0.3 # let the proxy log the closed connections
     rtmed="" rtmax="" bmed=""
-    if [ "$tool" = handoff ]; then
+    if [ "${tool%%-*}" = handoff ]; then
       read -r rtmed rtmax bmed < <(tail -n +$((before + 1)) "$STATS" | jq -rs '
         group_by(.host) | map({rt: (map(.round_trips) | add), b: (map(.bytes_c2s + .bytes_s2c) | add)})
         | (map(.rt) | sort) as $r | (map(.b) | sort) as $b
         | "\($r[(length/2|floor)]) \($r[-1]) \($b[(length/2|floor)])"')
     fi
-    if [ "$tool" = handoff ] && [ "${PROFILE:-0}" = 1 ]; then
-      python3 "$HERE/phases.py" "$OUT/handoff-$rep.log" >"$OUT/phases-$rep.md" 2>&1 || true
+    if [ "${tool%%-*}" = handoff ] && [ "${PROFILE:-0}" = 1 ]; then
+      ptag=$rep; [ "$tool" = handoff ] || ptag=$tool-$rep
+      python3 "$HERE/phases.py" "$OUT/$tool-$rep.log" >"$OUT/phases-$ptag.md" 2>&1 || true
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"

@@ -227,8 +227,9 @@ EOF
   if [ "$(cat "$HD/shape" 2>/dev/null)" != "R=$R F=$F" ]; then
     while [ "$(jobs -rp | wc -l)" -ge 4 ]; do wait -n; done
     build_host "$h" &
+  elif [ "$(stat -c %U "$PR/code" 2>/dev/null)" != "$BUSER" ]; then
+    chown -R "$BUSER:" "$PR" # (a host being built is chowned by build_host, once its handoffs exist)
   fi
-  if [ "$(stat -c %U "$PR/code" 2>/dev/null)" != "$BUSER" ]; then chown -R "$BUSER:" "$PR"; fi
   # known_hosts line for the proxy port of this host and for the veth address
   port=$((22100 + h))
   key=$(cut -d' ' -f1,2 "$HD/etc/ssh_host_ed25519_key.pub")
