@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
@@ -333,7 +334,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 // let a worker process open the same ledger and spool.
 type state struct {
 	led        *ingest.Ledger
-	spool      claim.Spool
+	spool      spool.Store
 	ledgerPath string
 	spoolDir   string
 	baseSpool  string // dry run: the real spool, read-only
@@ -367,7 +368,7 @@ func openState(ws string, dryRun bool) (*state, error) {
 	if !dryRun {
 		// Under the lock and before any worker starts: the only moment a
 		// temporary file in the spool is surely a crashed writer's.
-		sp, err := claim.OpenSpool(st.spoolDir)
+		sp, err := spool.Open(st.spoolDir)
 		if err != nil {
 			return nil, err
 		}
@@ -395,25 +396,25 @@ func openState(ws string, dryRun bool) (*state, error) {
 }
 
 type spoolHandle struct {
-	claim.Spool
+	spool.Store
 	close func() error
 }
 
 // openSpool opens dir as the spool, layered over base when base is set.
 func openSpool(dir, base string) (*spoolHandle, error) {
-	upper, err := claim.OpenSpool(dir)
+	upper, err := spool.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	if base == "" {
 		return &spoolHandle{upper, upper.Close}, nil
 	}
-	lower, err := claim.OpenSpoolReadOnly(base)
+	lower, err := spool.OpenReadOnly(base)
 	if err != nil {
 		upper.Close()
 		return nil, err
 	}
-	ov := &claim.Overlay{Upper: upper, Base: lower}
+	ov := &spool.Overlay{Upper: upper, Base: lower}
 	return &spoolHandle{ov, func() error {
 		if lower != nil {
 			lower.Close()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -91,7 +92,7 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 
 // pullWith runs claim.Pull with a host's settings and turns a blown
 // deadline into a host error.
-func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp claim.Spool, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, log *slog.Logger) claim.HostReport {
+func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, log *slog.Logger) claim.HostReport {
 	cfg := setup.ClaimConfig(h, log)
 	cfg.DryRun, cfg.Now = dryRun, now
 	// In a worker this log is stderr as JSON lines: relayLog turns each of

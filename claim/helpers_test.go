@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/transport"
 )
 
@@ -285,7 +286,7 @@ func (r *fakeRecorder) assertOrder(t *testing.T, name string) {
 type guardFS struct {
 	transport.Local
 	t      *testing.T
-	spool  claim.Spool
+	spool  spool.Store
 	rec    *fakeRecorder
 	within string
 	max    int64
@@ -378,9 +379,9 @@ func (g *guardFS) readCount() int {
 	return len(g.reads)
 }
 
-func openSpool(t *testing.T) *claim.DirSpool {
+func openSpool(t *testing.T) *spool.Dir {
 	t.Helper()
-	s, err := claim.OpenSpool(filepath.Join(tempRoot(t), "spool"))
+	s, err := spool.Open(filepath.Join(tempRoot(t), "spool"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,12 +403,12 @@ func baseConfig() claim.Config {
 
 // pull runs claim.Pull in a goroutine and fails the test if it has not
 // returned within 10 s: a pull must never hang, whatever the host holds.
-func pull(t *testing.T, fsys transport.FS, cfg claim.Config, spool claim.Spool, rec claim.Recorder) claim.HostReport {
+func pull(t *testing.T, fsys transport.FS, cfg claim.Config, sp spool.Store, rec claim.Recorder) claim.HostReport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan claim.HostReport, 1)
-	go func() { done <- claim.Pull(ctx, fsys, cfg, spool, rec, runID, parses) }()
+	go func() { done <- claim.Pull(ctx, fsys, cfg, sp, rec, runID, parses) }()
 	select {
 	case rep := <-done:
 		return rep

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/transport"
 )
 
@@ -67,19 +68,19 @@ func (s *slowFS) Rename(ctx context.Context, oldname, newname string) error {
 // slowPullEnv builds specs below root and returns a spool, a recorder, the
 // guard transport (checking the pipeline's invariants) slowed by delay per
 // call, and a config walking root to depth 1.
-func slowPullEnv(t *testing.T, root string, delay time.Duration, specs []string) (*claim.DirSpool, *fakeRecorder, *slowFS, claim.Config) {
+func slowPullEnv(t *testing.T, root string, delay time.Duration, specs []string) (*spool.Dir, *fakeRecorder, *slowFS, claim.Config) {
 	t.Helper()
 	build(t, root, specs...)
-	spool, err := claim.OpenSpool(filepath.Join(tempRoot(t), "spool"))
+	sp, err := spool.Open(filepath.Join(tempRoot(t), "spool"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { spool.Close() })
+	t.Cleanup(func() { sp.Close() })
 	rec := newRecorder()
-	guard := &guardFS{t: t, spool: spool, rec: rec, within: root, max: mib}
+	guard := &guardFS{t: t, spool: sp, rec: rec, within: root, max: mib}
 	cfg := baseConfig()
 	cfg.Roots = []claim.Root{{Path: root, MaxDepth: 1}}
-	return spool, rec, &slowFS{FS: guard, delay: delay}, cfg
+	return sp, rec, &slowFS{FS: guard, delay: delay}, cfg
 }
 
 // TestPullPipelined protects "no remote copy archived before local storage"
@@ -103,9 +104,9 @@ func TestPullPipelined(t *testing.T) {
 			}
 		}
 	}
-	spool, rec, fsys, cfg := slowPullEnv(t, root, 2*time.Millisecond, specs)
+	sp, rec, fsys, cfg := slowPullEnv(t, root, 2*time.Millisecond, specs)
 
-	rep := pull(t, fsys, cfg, spool, rec)
+	rep := pull(t, fsys, cfg, sp, rec)
 	if rep.Outcome != "ok" || rep.Stored != len(want) {
 		t.Fatalf("outcome %q (%s), stored %d, want ok and %d", rep.Outcome, rep.Error, rep.Stored, len(want))
 	}
@@ -163,8 +164,8 @@ func TestPullPipelineFailsFast(t *testing.T) {
 	for i := range 300 {
 		specs = append(specs, fmt.Sprintf("r/.claude/memory-handoffs/h%03d.md", i))
 	}
-	spool, rec, fsys, cfg := slowPullEnv(t, root, time.Millisecond, specs)
-	fs := &failAfterSpool{Spool: spool, after: 1}
+	sp, rec, fsys, cfg := slowPullEnv(t, root, time.Millisecond, specs)
+	fs := &failAfterSpool{Store: sp, after: 1}
 
 	rep := pull(t, fsys, cfg, fs, rec)
 	if rep.Outcome != "error" {
@@ -187,7 +188,7 @@ func TestPullPipelineFailsFast(t *testing.T) {
 
 // failAfterSpool stores the first `after` batches, then fails.
 type failAfterSpool struct {
-	claim.Spool
+	spool.Store
 	mu    sync.Mutex
 	after int
 }
@@ -199,5 +200,5 @@ func (f *failAfterSpool) Put(b map[string][]byte) error {
 		return fmt.Errorf("spool: no space left on device")
 	}
 	f.after--
-	return f.Spool.Put(b)
+	return f.Store.Put(b)
 }

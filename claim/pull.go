@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -54,9 +55,9 @@ const (
 // bytes are durable in the spool and its source is recorded by rec. A crash
 // at any point leaves every handoff either still in its inbox or stored (and
 // then acknowledged by the next run); none is lost.
-func Pull(ctx context.Context, fsys transport.FS, cfg Config, spool Spool, rec Recorder, runID string, parses func([]byte) bool) HostReport {
+func Pull(ctx context.Context, fsys transport.FS, cfg Config, sp spool.Store, rec Recorder, runID string, parses func([]byte) bool) HostReport {
 	reads := semaphore.NewWeighted(maxOpenReads)
-	p := &puller{raw: fsys, reads: reads, fsys: &openLimit{FS: fsys, sem: reads}, cfg: cfg, spool: spool, rec: rec, runID: runID, parses: parses, log: cfg.Log}
+	p := &puller{raw: fsys, reads: reads, fsys: &openLimit{FS: fsys, sem: reads}, cfg: cfg, spool: sp, rec: rec, runID: runID, parses: parses, log: cfg.Log}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -77,7 +78,7 @@ type puller struct {
 	raw    transport.FS        // the transport itself, for reads whose slot the caller took
 	reads  *semaphore.Weighted // files open for reading at once
 	cfg    Config
-	spool  Spool
+	spool  spool.Store
 	rec    Recorder
 	runID  string
 	parses func([]byte) bool
@@ -516,7 +517,7 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 		p.deferItem(inbox, fi, ReasonChanging)
 		return nil, nil
 	}
-	sha := Hash(data)
+	sha := spool.Hash(data)
 	src := Source{Host: p.cfg.Host, Inbox: inbox, Name: fi.Name, SHA256: sha, Size: int64(len(data)), Parses: p.parses(data)}
 	dir := ProcessedDir
 	if !src.Parses {
@@ -771,7 +772,7 @@ func sameContent(ctx context.Context, fsys transport.FS, name, sha string, size 
 	if err != nil {
 		return false, err
 	}
-	return Hash(data) == sha, nil
+	return spool.Hash(data) == sha, nil
 }
 
 // ensureDir makes sure dir is a real directory (never a symlink).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 )
 
 // pullEnv is one host with one declared inbox, a spool and a ledger.
@@ -21,7 +22,7 @@ type pullEnv struct {
 	inbox   string // <root>/repo/.claude/memory-handoffs
 	outside string // a directory a hostile inbox points into
 	spoolAt string
-	spool   *claim.DirSpool
+	spool   *spool.Dir
 	rec     *fakeRecorder
 	fs      *guardFS
 	cfg     claim.Config
@@ -34,12 +35,12 @@ func newPullEnv(t *testing.T) *pullEnv {
 	mkdirAll(t, e.inbox)
 	mkdirAll(t, e.outside)
 	e.spoolAt = filepath.Join(tempRoot(t), "spool")
-	spool, err := claim.OpenSpool(e.spoolAt)
+	sp, err := spool.Open(e.spoolAt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { spool.Close() })
-	e.spool = spool
+	t.Cleanup(func() { sp.Close() })
+	e.spool = sp
 	e.rec = newRecorder()
 	e.fs = &guardFS{t: t, spool: e.spool, rec: e.rec, within: e.inbox, max: mib}
 	e.cfg = baseConfig()
@@ -144,7 +145,7 @@ func (e *pullEnv) assertNoArchiveDirs(t *testing.T) {
 type wantItem struct{ name, result, reason, archivedAs string }
 
 // failSpool is a spool whose disk is full.
-type failSpool struct{ claim.Spool }
+type failSpool struct{ spool.Store }
 
 func (failSpool) Put(map[string][]byte) error { return errors.New("spool: no space left on device") }
 
@@ -604,12 +605,12 @@ func TestPull(t *testing.T) {
 			t.Parallel()
 			e := newPullEnv(t)
 			tc.setup(t, e)
-			var spool claim.Spool = e.spool
+			var sp spool.Store = e.spool
 			if tc.failSpool {
-				spool = failSpool{e.spool}
+				sp = failSpool{e.spool}
 			}
 			outside := snapshot(t, e.outside)
-			rep := pull(t, e.fs, e.cfg, spool, e.rec)
+			rep := pull(t, e.fs, e.cfg, sp, e.rec)
 			if tc.outcome != "" && rep.Outcome != tc.outcome {
 				t.Errorf("outcome %q (error %q), want %q", rep.Outcome, rep.Error, tc.outcome)
 			}
@@ -713,12 +714,12 @@ func TestPullDryRun(t *testing.T) {
 	e.put(t, "x.md", data)
 	build(t, e.inbox, "y.md |fifo")
 	e.cfg.DryRun = true
-	upper, err := claim.OpenSpool(filepath.Join(tempRoot(t), "scratch"))
+	upper, err := spool.Open(filepath.Join(tempRoot(t), "scratch"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer upper.Close()
-	overlay := &claim.Overlay{Upper: upper, Base: e.spool}
+	overlay := &spool.Overlay{Upper: upper, Base: e.spool}
 	e.fs.spool = overlay
 	before := snapshot(t, e.inbox)
 	rep := pull(t, e.fs, e.cfg, overlay, e.rec)

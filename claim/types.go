@@ -64,7 +64,7 @@ type Config struct {
 	Roots       []Root   // discovery roots, may start with "~"
 	MaxFileSize int64
 	Settle      time.Duration
-	DryRun      bool             // archive nothing; the caller passes a MemSpool and a scratch ledger
+	DryRun      bool             // archive nothing; the caller passes an overlay spool and a scratch ledger
 	Now         func() time.Time // nil: time.Now
 	Log         *slog.Logger     // nil: discard
 	// Progress, when set, is told how many inboxes have been scanned and

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
 )
 
@@ -41,10 +42,10 @@ func benchN(b *testing.B) int {
 // seedSpool stores n mixed handoffs (the mix of BenchmarkIngest1000: 40%
 // card creations, 40% document appends over four documents, 10% review,
 // 10% malformed) in a fresh spool and ledger under dir.
-func seedSpool(b *testing.B, dir string, n int) (*claim.DirSpool, *Ledger, []claim.Source) {
+func seedSpool(b *testing.B, dir string, n int) (*spool.Dir, *Ledger, []claim.Source) {
 	b.Helper()
 	ctx := context.Background()
-	spool, err := claim.OpenSpool(filepath.Join(dir, "ws", SpoolDir))
+	sp, err := spool.Open(filepath.Join(dir, "ws", SpoolDir))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func seedSpool(b *testing.B, dir string, n int) (*claim.DirSpool, *Ledger, []cla
 	var srcs []claim.Source
 	batch := map[string][]byte{}
 	flush := func() {
-		if err := spool.Put(batch); err != nil {
+		if err := sp.Put(batch); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := led.RecordSources(ctx, "seed", srcs[len(srcs)-len(batch):]); err != nil {
@@ -65,7 +66,7 @@ func seedSpool(b *testing.B, dir string, n int) (*claim.DirSpool, *Ledger, []cla
 	}
 	for i := 0; i < n; i++ {
 		data := []byte(mixedHandoff(i))
-		sha := claim.Hash(data)
+		sha := spool.Hash(data)
 		batch[sha] = data
 		srcs = append(srcs, claim.Source{Host: "h", Inbox: "/in", Name: fmt.Sprintf("h%d.md", i), SHA256: sha, Size: int64(len(data))})
 		if len(batch) == 500 {
@@ -75,7 +76,7 @@ func seedSpool(b *testing.B, dir string, n int) (*claim.DirSpool, *Ledger, []cla
 	if len(batch) > 0 {
 		flush()
 	}
-	return spool, led, srcs
+	return sp, led, srcs
 }
 
 // benchLog is the ingester's logger: its debug records (one per batch, with
@@ -113,8 +114,8 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			dir := b.TempDir()
-			spool, led, _ := seedSpool(b, dir, n)
-			ing, err := New(Options{Workspace: filepath.Join(dir, "ws"), RunID: "bench", Log: benchLog()}, led, spool)
+			sp, led, _ := seedSpool(b, dir, n)
+			ing, err := New(Options{Workspace: filepath.Join(dir, "ws"), RunID: "bench", Log: benchLog()}, led, sp)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -128,7 +129,7 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 			}
 			ing.Close()
 			led.Close()
-			spool.Close()
+			sp.Close()
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "handoffs/s")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
 )
 
@@ -38,7 +39,7 @@ func BenchmarkIngest1000(b *testing.B) {
 		b.StopTimer()
 		dir := b.TempDir()
 		ws := filepath.Join(dir, "ws")
-		spool, err := claim.OpenSpool(filepath.Join(ws, SpoolDir))
+		sp, err := spool.Open(filepath.Join(ws, SpoolDir))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -50,17 +51,17 @@ func BenchmarkIngest1000(b *testing.B) {
 		var srcs []claim.Source
 		for i := 0; i < n; i++ {
 			data := []byte(mixedHandoff(i))
-			sha := claim.Hash(data)
+			sha := spool.Hash(data)
 			batch[sha] = data
 			srcs = append(srcs, claim.Source{Host: "h", Inbox: "/in", Name: fmt.Sprintf("h%d.md", i), SHA256: sha, Size: int64(len(data))})
 		}
-		if err := spool.Put(batch); err != nil {
+		if err := sp.Put(batch); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := led.RecordSources(ctx, "seed", srcs); err != nil {
 			b.Fatal(err)
 		}
-		ing, err := New(Options{Workspace: ws, RunID: "bench"}, led, spool)
+		ing, err := New(Options{Workspace: ws, RunID: "bench"}, led, sp)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -74,7 +75,7 @@ func BenchmarkIngest1000(b *testing.B) {
 		}
 		ing.Close()
 		led.Close()
-		spool.Close()
+		sp.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(syncs)/float64(b.N*n), "file-fsyncs/handoff")

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 )
 
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // failpoint kills it first.
 func crashChild(ws string) int {
 	batch, _ := strconv.Atoi(os.Getenv(childBatchEnv))
-	spool, err := claim.OpenSpool(filepath.Join(ws, SpoolDir))
+	sp, err := spool.Open(filepath.Join(ws, SpoolDir))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -45,7 +45,7 @@ func crashChild(ws string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	in, err := New(Options{Workspace: ws, RunID: "child"}, led, spool)
+	in, err := New(Options{Workspace: ws, RunID: "child"}, led, sp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 )
@@ -46,7 +47,7 @@ type Options struct {
 type Ingester struct {
 	opts  Options
 	led   *Ledger
-	spool claim.Spool
+	spool spool.Store
 	ws    *workspace
 	log   *slog.Logger
 
@@ -67,7 +68,7 @@ type Ingester struct {
 }
 
 // New prepares an ingester over an open ledger and spool.
-func New(opts Options, led *Ledger, spool claim.Spool) (*Ingester, error) {
+func New(opts Options, led *Ledger, sp spool.Store) (*Ingester, error) {
 	ws, err := openWorkspace(opts.Workspace, opts.DryRun)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: workspace %s: %w", opts.Workspace, err)
@@ -76,7 +77,7 @@ func New(opts Options, led *Ledger, spool claim.Spool) (*Ingester, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Ingester{opts: opts, led: led, spool: spool, ws: ws, log: log, batchMax: batchMax, batchBytes: batchMaxBytes}, nil
+	return &Ingester{opts: opts, led: led, spool: sp, ws: ws, log: log, batchMax: batchMax, batchBytes: batchMaxBytes}, nil
 }
 
 // Close removes the target files the runs replaced (see retire) and

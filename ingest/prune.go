@@ -10,7 +10,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
 )
 
@@ -64,7 +64,7 @@ func PruneSpool(ctx context.Context, l *Ledger, opts PruneSpoolOptions) (SpoolPr
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		name := claim.Name(sha)
+		name := spool.Name(sha)
 		fi, err := root.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // pruned before

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 )
 
 // spoolFixture is a ledger and a spool holding one content per case.
@@ -37,10 +38,10 @@ func newSpoolFixture(t *testing.T) *spoolFixture {
 func (f *spoolFixture) source(key, host, name, result string, ingested time.Time) {
 	f.t.Helper()
 	data := []byte("# Memory Handoff\n\n## Title\n" + key + "\n")
-	sha := claim.Hash(data)
+	sha := spool.Hash(data)
 	f.shas[key] = sha
 	f.bytes[key] = int64(len(data))
-	sp, err := claim.OpenSpool(f.dir)
+	sp, err := spool.Open(f.dir)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func (f *spoolFixture) source(key, host, name, result string, ingested time.Time
 }
 
 func (f *spoolFixture) exists(key string) bool {
-	_, err := os.Lstat(filepath.Join(f.dir, claim.Name(f.shas[key])))
+	_, err := os.Lstat(filepath.Join(f.dir, spool.Name(f.shas[key])))
 	return err == nil
 }
 
@@ -101,7 +102,7 @@ func TestPruneSpool(t *testing.T) {
 	}
 	// Finished long ago, but its spool file is a symlink: left alone.
 	f.source("symlink", "laptop", "j.md", ResultRouted, old)
-	sp := filepath.Join(f.dir, claim.Name(f.shas["symlink"]))
+	sp := filepath.Join(f.dir, spool.Name(f.shas["symlink"]))
 	os.Remove(sp)
 	target := filepath.Join(t.TempDir(), "target.md")
 	if err := os.WriteFile(target, []byte("not the spool's"), 0o600); err != nil {
@@ -111,7 +112,7 @@ func TestPruneSpool(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A spool file the ledger does not know.
-	orphan := filepath.Join(f.dir, claim.Name(claim.Hash([]byte("orphan"))))
+	orphan := filepath.Join(f.dir, spool.Name(spool.Hash([]byte("orphan"))))
 	if err := os.WriteFile(orphan, []byte("orphan"), 0o600); err != nil {
 		t.Fatal(err)
 	}

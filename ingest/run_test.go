@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
 )
 
@@ -23,14 +24,14 @@ import (
 type rig struct {
 	t     *testing.T
 	ws    string
-	spool *claim.DirSpool
+	spool *spool.Dir
 	led   *Ledger
 }
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	ws := filepath.Join(t.TempDir(), "ws")
-	spool, err := claim.OpenSpool(filepath.Join(ws, SpoolDir))
+	sp, err := spool.Open(filepath.Join(ws, SpoolDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, ws: ws, spool: spool, led: led}
+	r := &rig{t: t, ws: ws, spool: sp, led: led}
 	t.Cleanup(func() { r.led.Close(); r.spool.Close() })
 	return r
 }
@@ -50,7 +51,7 @@ func (r *rig) reopen() {
 	r.led.Close()
 	r.spool.Close()
 	var err error
-	if r.spool, err = claim.OpenSpool(filepath.Join(r.ws, SpoolDir)); err != nil {
+	if r.spool, err = spool.Open(filepath.Join(r.ws, SpoolDir)); err != nil {
 		r.t.Fatal(err)
 	}
 	if r.led, err = OpenLedger(filepath.Join(r.ws, LedgerFile)); err != nil {
@@ -80,7 +81,7 @@ func (r *rig) store(named ...[2]string) {
 	batch := map[string][]byte{}
 	var srcs []claim.Source
 	for _, nc := range named {
-		sha := claim.Hash([]byte(nc[1]))
+		sha := spool.Hash([]byte(nc[1]))
 		batch[sha] = []byte(nc[1])
 		srcs = append(srcs, claim.Source{Host: "h", Inbox: "/in", Name: nc[0], SHA256: sha, Size: int64(len(nc[1]))})
 	}

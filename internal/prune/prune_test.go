@@ -16,6 +16,7 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/prune"
@@ -90,7 +91,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 		t.Fatalf("processed: %v", f.processed)
 	}
 	for _, n := range []string{"a.md", "r.md", "c.md"} {
-		f.spoolGone = append(f.spoolGone, filepath.Join(e.WS, layout.SpoolDir, claim.Name(testenv.Sum(map[string]string{
+		f.spoolGone = append(f.spoolGone, filepath.Join(e.WS, layout.SpoolDir, spool.Name(testenv.Sum(map[string]string{
 			"a.md": testenv.Card("x.md", "body"), "r.md": testenv.Doc("../etc/passwd", "x"), "c.md": testenv.Doc("TOOLS.md", "t")}[n]))))
 	}
 	old := time.Now().Add(-365 * 24 * time.Hour)
@@ -99,7 +100,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 	// spool file.
 	f.keep = append(f.keep, glob(t, filepath.Join(e.Inbox, "malformed/*.md"))...)
 	f.keep = append(f.keep, glob(t, filepath.Join(e.WS, layout.ReviewDir, "*.md"))...)
-	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, claim.Name(testenv.Sum("not a handoff"))))
+	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, spool.Name(testenv.Sum("not a handoff"))))
 	if len(f.keep) != 3 {
 		t.Fatalf("keep: %v", f.keep)
 	}
@@ -109,7 +110,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 
 	// A handoff stored but not ingested yet (a crash between the two).
 	pending := testenv.Doc("TOOLS.md", "pending")
-	sp, err := claim.OpenSpool(filepath.Join(e.WS, layout.SpoolDir))
+	sp, err := spool.Open(filepath.Join(e.WS, layout.SpoolDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 		t.Fatal(err)
 	}
 	led.Close()
-	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, claim.Name(testenv.Sum(pending))))
+	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, spool.Name(testenv.Sum(pending))))
 
 	// In processed/: a young handoff, a symlink, a directory with a file
 	// in it, a name that is not a plain *.md name. All old but the first.

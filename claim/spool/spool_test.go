@@ -1,16 +1,40 @@
-package claim_test
+package spool_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
+	"time"
 
-	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
 )
+
+// tempRoot is a temporary directory by its real path.
+// fixture reads a file of claim's testdata.
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func tempRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 func spoolNames(t *testing.T, dir string) []string {
 	t.Helper()
@@ -26,13 +50,13 @@ func spoolNames(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestDirSpoolPutIdempotent protects "none applied twice, none lost": a
+// TestDirPutIdempotent protects "none applied twice, none lost": a
 // crash recovery stores the same batch again, which must succeed and leave
 // exactly one private copy of each content.
-func TestDirSpoolPutIdempotent(t *testing.T) {
+func TestDirPutIdempotent(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(tempRoot(t), "spool")
-	s, err := claim.OpenSpool(dir)
+	s, err := spool.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +72,9 @@ func TestDirSpoolPutIdempotent(t *testing.T) {
 	if err := s.Put(map[string][]byte{sha(a): a}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{claim.Name(sha(a)), claim.Name(sha(b)), claim.Name(sha(empty))}
+	want := []string{spool.Name(sha(a)), spool.Name(sha(b)), spool.Name(sha(empty))}
 	sort.Strings(want)
-	if got := spoolNames(t, dir); !equalStrings(got, want) {
+	if got := spoolNames(t, dir); !sameSet(got, want) {
 		t.Errorf("spool holds %q, want %q", got, want)
 	}
 	for h, data := range batch {
@@ -61,12 +85,12 @@ func TestDirSpoolPutIdempotent(t *testing.T) {
 		if err != nil || string(got) != string(data) {
 			t.Errorf("Get(%s) = %d bytes, %v; want the %d stored", h[:12], len(got), err, len(data))
 		}
-		fi, err := os.Stat(filepath.Join(dir, claim.Name(h)))
+		fi, err := os.Stat(filepath.Join(dir, spool.Name(h)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if fi.Mode().Perm()&0o077 != 0 {
-			t.Errorf("%s has mode %v; handoffs must not be readable by others", claim.Name(h), fi.Mode().Perm())
+			t.Errorf("%s has mode %v; handoffs must not be readable by others", spool.Name(h), fi.Mode().Perm())
 		}
 	}
 	if ok, err := s.Has(sha([]byte("never stored"))); ok || err != nil {
@@ -74,10 +98,10 @@ func TestDirSpoolPutIdempotent(t *testing.T) {
 	}
 }
 
-// TestDirSpoolGetDetectsCorruption protects "never apply bytes other than
+// TestDirGetDetectsCorruption protects "never apply bytes other than
 // the ones pulled": a spool file that no longer hashes to its name is an
 // error, never content.
-func TestDirSpoolGetDetectsCorruption(t *testing.T) {
+func TestDirGetDetectsCorruption(t *testing.T) {
 	t.Parallel()
 	data := fixture(t, "handoff.md")
 	h := sha(data)
@@ -95,17 +119,17 @@ func TestDirSpoolGetDetectsCorruption(t *testing.T) {
 			if err := os.WriteFile(p, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, claim.ErrCorrupt},
+		}, spool.ErrCorrupt},
 		{"truncated", func(t *testing.T, p string) {
 			if err := os.Truncate(p, int64(len(data)-1)); err != nil {
 				t.Fatal(err)
 			}
-		}, claim.ErrCorrupt},
+		}, spool.ErrCorrupt},
 		{"emptied", func(t *testing.T, p string) {
 			if err := os.Truncate(p, 0); err != nil {
 				t.Fatal(err)
 			}
-		}, claim.ErrCorrupt},
+		}, spool.ErrCorrupt},
 		{"removed", func(t *testing.T, p string) {
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
@@ -116,7 +140,7 @@ func TestDirSpoolGetDetectsCorruption(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(tempRoot(t), "spool")
-			s, err := claim.OpenSpool(dir)
+			s, err := spool.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +151,7 @@ func TestDirSpoolGetDetectsCorruption(t *testing.T) {
 			if _, err := s.Get(h); err != nil {
 				t.Fatalf("Get before corruption: %v", err)
 			}
-			tc.corrupt(t, filepath.Join(dir, claim.Name(h)))
+			tc.corrupt(t, filepath.Join(dir, spool.Name(h)))
 			got, err := s.Get(h)
 			if !errors.Is(err, tc.wantErr) {
 				t.Errorf("Get = %d bytes, %v; want %v", len(got), err, tc.wantErr)
@@ -139,15 +163,15 @@ func TestDirSpoolGetDetectsCorruption(t *testing.T) {
 	}
 }
 
-// TestOpenSpoolRemovesTemps protects "nothing half-written is taken for a
+// TestOpenRemovesTemps protects "nothing half-written is taken for a
 // stored handoff": temporary files a crashed writer left are deleted by
 // RemoveTemps (the lock holder calls it before any pull), never by
-// OpenSpool, which concurrent workers call; stored files stay.
-func TestOpenSpoolRemovesTemps(t *testing.T) {
+// Open, which concurrent workers call; stored files stay.
+func TestOpenRemovesTemps(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(tempRoot(t), "spool")
 	data := fixture(t, "handoff.md")
-	s, err := claim.OpenSpool(dir)
+	s, err := spool.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +179,7 @@ func TestOpenSpoolRemovesTemps(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	temps := []string{".handoff-tmp.0a1b2c3d4e5f." + claim.Name(sha(data)), ".handoff-tmp.ffffffffffff.x"}
+	temps := []string{".handoff-tmp.0a1b2c3d4e5f." + spool.Name(sha(data)), ".handoff-tmp.ffffffffffff.x"}
 	for _, n := range temps {
 		if err := os.WriteFile(filepath.Join(dir, n), data[:10], 0o600); err != nil {
 			t.Fatal(err)
@@ -165,20 +189,20 @@ func TestOpenSpoolRemovesTemps(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "handoff-tmp.keep"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err = claim.OpenSpool(dir)
+	s, err = spool.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if got := len(spoolNames(t, dir)); got != 4 {
-		t.Errorf("OpenSpool removed files: %d left, want 4 (another process may be writing them)", got)
+		t.Errorf("Open removed files: %d left, want 4 (another process may be writing them)", got)
 	}
 	if n, err := s.RemoveTemps(); n != 2 || err != nil {
 		t.Errorf("RemoveTemps = %d, %v; want 2, nil", n, err)
 	}
-	want := []string{claim.Name(sha(data)), "handoff-tmp.keep"}
+	want := []string{spool.Name(sha(data)), "handoff-tmp.keep"}
 	sort.Strings(want)
-	if got := spoolNames(t, dir); !equalStrings(got, want) {
+	if got := spoolNames(t, dir); !sameSet(got, want) {
 		t.Errorf("spool holds %q after reopening, want %q", got, want)
 	}
 	if got, err := s.Get(sha(data)); err != nil || string(got) != string(data) {
@@ -186,20 +210,20 @@ func TestOpenSpoolRemovesTemps(t *testing.T) {
 	}
 }
 
-// TestDirSpoolHasRefusesSymlink protects "never apply bytes other than the
+// TestDirHasRefusesSymlink protects "never apply bytes other than the
 // ones pulled": a spool entry that is a symlink is not a stored handoff.
-func TestDirSpoolHasRefusesSymlink(t *testing.T) {
+func TestDirHasRefusesSymlink(t *testing.T) {
 	t.Parallel()
 	root := tempRoot(t)
 	dir := filepath.Join(root, "spool")
-	s, err := claim.OpenSpool(dir)
+	s, err := spool.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	data := fixture(t, "handoff.md")
-	writeFile(t, filepath.Join(root, "elsewhere.md"), data, old)
-	if err := os.Symlink(filepath.Join(root, "elsewhere.md"), filepath.Join(dir, claim.Name(sha(data)))); err != nil {
+	writeFile(t, filepath.Join(root, "elsewhere.md"), data, time.Now().Add(-time.Hour))
+	if err := os.Symlink(filepath.Join(root, "elsewhere.md"), filepath.Join(dir, spool.Name(sha(data)))); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.Has(sha(data)); ok || err == nil {
@@ -213,12 +237,12 @@ func TestDirSpoolHasRefusesSymlink(t *testing.T) {
 func TestOverlay(t *testing.T) {
 	t.Parallel()
 	root := tempRoot(t)
-	base, err := claim.OpenSpool(filepath.Join(root, "spool"))
+	base, err := spool.Open(filepath.Join(root, "spool"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer base.Close()
-	upper, err := claim.OpenSpool(filepath.Join(root, "scratch"))
+	upper, err := spool.Open(filepath.Join(root, "scratch"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +251,7 @@ func TestOverlay(t *testing.T) {
 	if err := base.Put(map[string][]byte{sha(a): a}); err != nil {
 		t.Fatal(err)
 	}
-	o := &claim.Overlay{Upper: upper, Base: base}
+	o := &spool.Overlay{Upper: upper, Base: base}
 	if err := o.Put(map[string][]byte{sha(a): a, sha(b): b}); err != nil {
 		t.Fatal(err)
 	}
@@ -239,34 +263,36 @@ func TestOverlay(t *testing.T) {
 			t.Errorf("Get: %v", err)
 		}
 	}
-	if got := spoolNames(t, filepath.Join(root, "spool")); !equalStrings(got, []string{claim.Name(sha(a))}) {
+	if got := spoolNames(t, filepath.Join(root, "spool")); !sameSet(got, []string{spool.Name(sha(a))}) {
 		t.Errorf("base spool holds %q after an overlay Put", got)
 	}
-	if got := spoolNames(t, filepath.Join(root, "scratch")); !equalStrings(got, []string{claim.Name(sha(b))}) {
+	if got := spoolNames(t, filepath.Join(root, "scratch")); !sameSet(got, []string{spool.Name(sha(b))}) {
 		t.Errorf("upper spool holds %q, want only the new content", got)
 	}
-	alone := &claim.Overlay{Upper: upper}
+	alone := &spool.Overlay{Upper: upper}
 	if _, err := alone.Get(sha(a)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Get of content only in an absent base: %v", err)
 	}
 }
 
-// TestDirSpoolPutSyncsEntriesLeftByACrash protects "no remote copy archived
+// TestDirPutSyncsEntriesLeftByACrash protects "no remote copy archived
 // before local storage" across a power cut: a run killed after renaming a
 // spool file into place but before the directory fsync (failpoint
 // store.spooled) leaves an entry that is not yet durable. The next run's
 // Put finds it present; the spool directory must still be fsynced before
 // Put returns, because the caller archives the remote copy right after.
 // Not parallel: it reads the process-wide fsync counter.
-func TestDirSpoolPutSyncsEntriesLeftByACrash(t *testing.T) {
+func TestDirPutSyncsEntriesLeftByACrash(t *testing.T) {
 	dir := filepath.Join(tempRoot(t), "spool")
 	data := fixture(t, "handoff.md")
-	mkdirAll(t, dir)
-	if err := os.WriteFile(filepath.Join(dir, claim.Name(sha(data))), data, 0o600); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, spool.Name(sha(data))), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	before := durable.Syncs()
-	s, err := claim.OpenSpool(dir)
+	s, err := spool.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +301,32 @@ func TestDirSpoolPutSyncsEntriesLeftByACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	if durable.Syncs() == before {
-		t.Error("neither OpenSpool nor Put fsynced the spool directory, yet Put reported the content durable")
+		t.Error("neither Open nor Put fsynced the spool directory, yet Put reported the content durable")
+	}
+}
+
+// sha is the hex SHA-256 of data, computed here, not by the package.
+func sha(data []byte) string {
+	s := sha256.Sum256(data)
+	return hex.EncodeToString(s[:])
+}
+
+// sameSet reports whether a and b hold the same names, in any order.
+func sameSet(a, b []string) bool {
+	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
+	return slices.Equal(a, b)
+}
+
+// writeFile writes data at p, modified at mtime.
+func writeFile(t *testing.T, p string, data []byte, mtime time.Time) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,12 @@
-package claim
+// Package spool is the store step: every handoff's exact bytes, kept by
+// their SHA-256 under <dir>/<sha256>.md.
+//
+// Guarantees: when Put returns nil every content of the batch is durable,
+// its file and its directory entry fsynced; a content is never rewritten
+// once stored; Get returns only bytes that still hash to their name
+// (ErrCorrupt otherwise); a crash leaves at most temporary files, which
+// RemoveTemps deletes.
+package spool
 
 import (
 	"crypto/sha256"
@@ -17,7 +25,7 @@ import (
 
 // Spool holds the exact bytes of every stored handoff, addressed by their
 // SHA-256.
-type Spool interface {
+type Store interface {
 	// Has reports whether the content is stored.
 	Has(sha string) (bool, error)
 	// Get returns stored content after checking it still hashes to sha.
@@ -30,17 +38,17 @@ type Spool interface {
 // ErrCorrupt means a spool file no longer hashes to its name.
 var ErrCorrupt = errors.New("spool file does not match its hash")
 
-// DirSpool is the on-disk spool: <dir>/<sha256>.md, one file per content.
-type DirSpool struct {
+// Dir is the on-disk spool: <dir>/<sha256>.md, one file per content.
+type Dir struct {
 	root *os.Root
 }
 
-var _ Spool = (*DirSpool)(nil)
+var _ Store = (*Dir)(nil)
 
-// OpenSpool opens (creating if needed) the spool directory. Several
+// Open opens (creating if needed) the spool directory. Several
 // processes may have the same spool open: a run's pull workers store into
 // it at the same time.
-func OpenSpool(dir string) (*DirSpool, error) {
+func Open(dir string) (*Dir, error) {
 	if err := durable.MkdirAllPath(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
@@ -55,12 +63,12 @@ func OpenSpool(dir string) (*DirSpool, error) {
 		root.Close()
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	return &DirSpool{root: root}, nil
+	return &Dir{root: root}, nil
 }
 
-// OpenSpoolReadOnly opens an existing spool without creating or cleaning
+// OpenReadOnly opens an existing spool without creating or cleaning
 // anything; it returns nil, nil when the directory does not exist.
-func OpenSpoolReadOnly(dir string) (*DirSpool, error) {
+func OpenReadOnly(dir string) (*Dir, error) {
 	root, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -68,13 +76,13 @@ func OpenSpoolReadOnly(dir string) (*DirSpool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	return &DirSpool{root: root}, nil
+	return &Dir{root: root}, nil
 }
 
 // RemoveTemps deletes temporary files a crashed writer left behind. Only
 // the run holding the workspace lock may call it, and only before it starts
 // any pull: a live writer's temporary file looks the same.
-func (s *DirSpool) RemoveTemps() (int, error) {
+func (s *Dir) RemoveTemps() (int, error) {
 	n, err := durable.RemoveTemps(s.root, ".")
 	if err != nil {
 		return n, fmt.Errorf("spool: remove temporary files: %w", err)
@@ -83,12 +91,12 @@ func (s *DirSpool) RemoveTemps() (int, error) {
 }
 
 // Close releases the directory handle.
-func (s *DirSpool) Close() error { return s.root.Close() }
+func (s *Dir) Close() error { return s.root.Close() }
 
 // Name is the file name of a content in the spool.
 func Name(sha string) string { return sha + ".md" }
 
-func (s *DirSpool) Has(sha string) (bool, error) {
+func (s *Dir) Has(sha string) (bool, error) {
 	fi, err := s.root.Lstat(Name(sha))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -102,7 +110,7 @@ func (s *DirSpool) Has(sha string) (bool, error) {
 	return true, nil
 }
 
-func (s *DirSpool) Get(sha string) ([]byte, error) {
+func (s *Dir) Get(sha string) ([]byte, error) {
 	data, err := s.root.ReadFile(Name(sha))
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
@@ -117,9 +125,9 @@ func (s *DirSpool) Get(sha string) ([]byte, error) {
 // fsyncs them all concurrently (the file system commits concurrent fsyncs
 // together: one batch costs about what one file did), then renames them
 // into place and fsyncs the directory once. A crash before that last fsync
-// leaves whole files, which a later Put trusts only after OpenSpool has
+// leaves whole files, which a later Put trusts only after Open has
 // synced the directory, and temporary files, which the next run removes.
-func (s *DirSpool) Put(batch map[string][]byte) (err error) {
+func (s *Dir) Put(batch map[string][]byte) (err error) {
 	fresh := make([]string, 0, len(batch))
 	for sha := range batch {
 		ok, err := s.Has(sha)
@@ -179,11 +187,11 @@ const spoolSyncs = 32
 // dry run uses it with Upper in a temporary directory and Base the real
 // spool opened read-only, so that nothing reaches the workspace.
 type Overlay struct {
-	Upper *DirSpool
-	Base  *DirSpool // may be nil
+	Upper *Dir
+	Base  *Dir // may be nil
 }
 
-var _ Spool = (*Overlay)(nil)
+var _ Store = (*Overlay)(nil)
 
 func (o *Overlay) Has(sha string) (bool, error) {
 	ok, err := o.Upper.Has(sha)
