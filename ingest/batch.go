@@ -67,6 +67,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 const (
@@ -348,7 +349,7 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 	// content that is never on disk (the batch writes the target once).
 	if _, chained := b.last[p.Target]; p.Before != "" && !chained {
 		p.Backup = BackupName(p.SHA256, p.Replans, p.Target)
-		if it.backup, err = b.stage(BackupsDir+"/"+p.Backup, p.cur); err != nil {
+		if it.backup, err = b.stage(layout.BackupsDir+"/"+p.Backup, p.cur); err != nil {
 			return nil, fmt.Errorf("ingest: backup %s: %w", p.Target, err)
 		}
 	}
@@ -413,7 +414,7 @@ func (b *batch) read(target string) ([]byte, bool, string, error) {
 // review routes a source to review with a draft of its bytes.
 func (b *batch) review(it *item, data []byte, o outcome) error {
 	o.Result = ResultReview
-	o.Target = ReviewDir + "/" + claim.ArchiveName(it.src.Name, it.src.SHA256)
+	o.Target = layout.ReviewDir + "/" + claim.ArchiveName(it.src.Name, it.src.SHA256)
 	it.o = o
 	if _, _, err := b.in.ws.read(o.Target); err != nil {
 		return fmt.Errorf("ingest: review draft %s: %w", o.Target, err)
@@ -580,8 +581,8 @@ func (b *batch) placeFiles() error {
 		dir string
 		get func(*item) *staged
 	}{
-		{BackupsDir, func(it *item) *staged { return it.backup }},
-		{ReviewDir, func(it *item) *staged { return it.draft }},
+		{layout.BackupsDir, func(it *item) *staged { return it.backup }},
+		{layout.ReviewDir, func(it *item) *staged { return it.draft }},
 	} {
 		n := 0
 		for _, it := range b.items {
@@ -603,9 +604,9 @@ func (b *batch) placeFiles() error {
 	}
 	for _, d := range dirs {
 		switch d {
-		case BackupsDir:
+		case layout.BackupsDir:
 			failpoint.Inject("backup.written")
-		case ReviewDir:
+		case layout.ReviewDir:
 			failpoint.Inject("review.written")
 		}
 	}
@@ -691,7 +692,7 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 		}
 		if len(r.late) > 0 {
 			name := lateName(target, r.late)
-			if err := in.ws.write(BackupsDir+"/"+name, r.late); err != nil {
+			if err := in.ws.write(layout.BackupsDir+"/"+name, r.late); err != nil {
 				return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", target, err)
 			}
 			in.keepLate(target, nil, r.late, name)
@@ -719,7 +720,7 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 		if len(late) > 0 {
 			moved = true
 			name := lateName(it.p.Target, late)
-			if err := in.ws.write(BackupsDir+"/"+name, late); err != nil {
+			if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
 				return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", it.p.Target, err)
 			}
 			it.late, it.lateName = late, name

@@ -29,6 +29,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 func benchN(b *testing.B) int {
@@ -45,7 +46,7 @@ func benchN(b *testing.B) int {
 func seedSpool(b *testing.B, dir string, n int) (*spool.Dir, *Ledger, []claim.Source) {
 	b.Helper()
 	ctx := context.Background()
-	sp, err := spool.Open(filepath.Join(dir, "ws", SpoolDir))
+	sp, err := spool.Open(filepath.Join(dir, "ws", layout.SpoolDir))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 // no ledger, no duplicate tracking beyond the run. It returns how many
 // handoffs it handled.
 func naiveApply(b *testing.B, ws string, srcs []claim.Source) int {
-	spoolDir := filepath.Join(ws, SpoolDir)
+	spoolDir := filepath.Join(ws, layout.SpoolDir)
 	for _, d := range []string{"memory/cards", "memory/handoff-inbox", "rules", ".learnings"} {
 		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
 			b.Fatal(err)

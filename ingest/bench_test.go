@@ -9,6 +9,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 // mixedHandoff returns the i-th of a mix: card creations, document appends
@@ -39,7 +40,7 @@ func BenchmarkIngest1000(b *testing.B) {
 		b.StopTimer()
 		dir := b.TempDir()
 		ws := filepath.Join(dir, "ws")
-		sp, err := spool.Open(filepath.Join(ws, SpoolDir))
+		sp, err := spool.Open(filepath.Join(ws, layout.SpoolDir))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/failpoint"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 // The crash tests run the ingester in a child process (this test binary,
@@ -35,12 +36,12 @@ func TestMain(m *testing.M) {
 // failpoint kills it first.
 func crashChild(ws string) int {
 	batch, _ := strconv.Atoi(os.Getenv(childBatchEnv))
-	sp, err := spool.Open(filepath.Join(ws, SpoolDir))
+	sp, err := spool.Open(filepath.Join(ws, layout.SpoolDir))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	led, err := OpenLedger(filepath.Join(ws, LedgerFile))
+	led, err := OpenLedger(filepath.Join(ws, layout.LedgerFile))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -16,6 +16,7 @@ import (
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 // Entry is what became of one stored source in a run: a receipt line.
@@ -184,7 +185,7 @@ func (in *Ingester) readDisk(target string) ([]byte, bool, string, error) {
 func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, string, error) {
 	p := &plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}
 	if h.Card != nil {
-		p.Kind, p.Target = kindCard, CardsDir+"/"+h.Card.Name
+		p.Kind, p.Target = kindCard, layout.CardsDir+"/"+h.Card.Name
 		cur, exists, sum, err := read(p.Target)
 		if reason, err := unsafeReason(err); reason != "" || err != nil {
 			return p, reason, err
@@ -299,7 +300,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 					// Another writer appended to our file in the instant
 					// it stood at the target's name: keep that text.
 					name := lateName(p.Target, late)
-					if err := in.ws.write(BackupsDir+"/"+name, late); err != nil {
+					if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
 						return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
 					}
 					in.keepLate(p.Target, nil, late, name)
@@ -314,7 +315,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 				// Durable first, so a crash cannot lose them; merged
 				// into the target once this plan's bookkeeping is done.
 				saved = lateName(p.Target, late)
-				if err := in.ws.write(BackupsDir+"/"+saved, late); err != nil {
+				if err := in.ws.write(layout.BackupsDir+"/"+saved, late); err != nil {
 					return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
 				}
 			}
@@ -416,7 +417,7 @@ func (in *Ingester) writtenBeforeEdit(p *plan, earlier, later []*plan, cur []byt
 		case prev != nil && hash(prev) == q.Before:
 			before = prev
 		default:
-			b, ok, err := in.ws.read(BackupsDir + "/" + BackupName(q.SHA256, q.Replans, q.Target))
+			b, ok, err := in.ws.read(layout.BackupsDir + "/" + BackupName(q.SHA256, q.Replans, q.Target))
 			if err != nil || !ok || hash(b) != q.Before {
 				prev = nil
 				continue
@@ -450,7 +451,7 @@ func (in *Ingester) keepLate(target string, written, late []byte, saved string) 
 		// target holds now.
 		c, exists, rerr := in.ws.read(target)
 		if rerr != nil || !exists {
-			in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", BackupsDir+"/"+saved, "err", rerr)
+			in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", layout.BackupsDir+"/"+saved, "err", rerr)
 			return
 		}
 		cur = c
@@ -480,7 +481,7 @@ func (in *Ingester) keepLate(target string, written, late []byte, saved string) 
 		}
 		cur = c
 	}
-	in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", BackupsDir+"/"+saved, "err", err)
+	in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", layout.BackupsDir+"/"+saved, "err", err)
 }
 
 // BackupName is the file under .handoff/backups that keeps a target's prior
@@ -504,7 +505,7 @@ func (in *Ingester) backup(p *plan, cur []byte, exists bool) error {
 		return nil
 	}
 	name := BackupName(p.SHA256, p.Replans, p.Target)
-	if err := in.ws.write(BackupsDir+"/"+name, cur); err != nil {
+	if err := in.ws.write(layout.BackupsDir+"/"+name, cur); err != nil {
 		return fmt.Errorf("ingest: backup %s: %w", p.Target, err)
 	}
 	p.Backup = name
@@ -524,7 +525,7 @@ func (in *Ingester) reviewPlan(ctx context.Context, src sourceRow, p *plan, reas
 // result. The draft name holds the hash, so rewriting it is idempotent.
 func (in *Ingester) review(ctx context.Context, src sourceRow, data []byte, o outcome, planID int64) (Entry, error) {
 	o.Result = ResultReview
-	o.Target = ReviewDir + "/" + claim.ArchiveName(src.Name, src.SHA256)
+	o.Target = layout.ReviewDir + "/" + claim.ArchiveName(src.Name, src.SHA256)
 	if _, _, err := in.ws.read(o.Target); err != nil {
 		return Entry{}, fmt.Errorf("ingest: review draft %s: %w", o.Target, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 func qSum(s string) string {
@@ -95,7 +96,7 @@ func qLedger(t *testing.T) (string, map[string]claim.Source) {
 		case "b.md":
 			o = outcome{Result: ResultDuplicate}
 		case "c.md":
-			o = outcome{Result: ResultReview, Reason: "hash-conflict", Target: ReviewDir + "/c." + row.SHA256[:12] + ".md"}
+			o = outcome{Result: ResultReview, Reason: "hash-conflict", Target: layout.ReviewDir + "/c." + row.SHA256[:12] + ".md"}
 		default:
 			continue
 		}

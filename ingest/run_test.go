@@ -17,6 +17,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 // rig is a workspace with a spool and a ledger, and sources stored in it,
@@ -31,11 +32,11 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	ws := filepath.Join(t.TempDir(), "ws")
-	sp, err := spool.Open(filepath.Join(ws, SpoolDir))
+	sp, err := spool.Open(filepath.Join(ws, layout.SpoolDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	led, err := OpenLedger(filepath.Join(ws, LedgerFile))
+	led, err := OpenLedger(filepath.Join(ws, layout.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +52,10 @@ func (r *rig) reopen() {
 	r.led.Close()
 	r.spool.Close()
 	var err error
-	if r.spool, err = spool.Open(filepath.Join(r.ws, SpoolDir)); err != nil {
+	if r.spool, err = spool.Open(filepath.Join(r.ws, layout.SpoolDir)); err != nil {
 		r.t.Fatal(err)
 	}
-	if r.led, err = OpenLedger(filepath.Join(r.ws, LedgerFile)); err != nil {
+	if r.led, err = OpenLedger(filepath.Join(r.ws, layout.LedgerFile)); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -115,7 +116,7 @@ func (r *rig) snapshot() map[string]string {
 			return err
 		}
 		rel, _ := filepath.Rel(r.ws, p)
-		if d.IsDir() && rel == StateDir {
+		if d.IsDir() && rel == layout.StateDir {
 			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() {
@@ -174,7 +175,7 @@ func (r *rig) checkBackups() {
 		if before == "" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(r.ws, BackupsDir, BackupName(sha, replans, target)))
+		b, err := os.ReadFile(filepath.Join(r.ws, layout.BackupsDir, BackupName(sha, replans, target)))
 		if errors.Is(err, os.ErrNotExist) && chained {
 			continue
 		}
@@ -384,7 +385,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	filepath.WalkDir(r.ws, func(p string, d fs.DirEntry, err error) error {
 		if err == nil {
 			rel, _ := filepath.Rel(r.ws, p)
-			if !strings.HasPrefix(rel, StateDir) {
+			if !strings.HasPrefix(rel, layout.StateDir) {
 				before[rel] = d.Type().String()
 			}
 		}
@@ -402,7 +403,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	filepath.WalkDir(r.ws, func(p string, d fs.DirEntry, err error) error {
 		if err == nil {
 			rel, _ := filepath.Rel(r.ws, p)
-			if !strings.HasPrefix(rel, StateDir) {
+			if !strings.HasPrefix(rel, layout.StateDir) {
 				after[rel] = d.Type().String()
 			}
 		}
@@ -411,7 +412,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if !maps.Equal(before, after) || !maps.Equal(snap, r.snapshot()) {
 		t.Errorf("a dry run changed the workspace:\nbefore %v\nafter  %v", before, after)
 	}
-	ents, _ := os.ReadDir(filepath.Join(r.ws, BackupsDir))
+	ents, _ := os.ReadDir(filepath.Join(r.ws, layout.BackupsDir))
 	if len(ents) != 0 {
 		t.Errorf("a dry run wrote %d backups", len(ents))
 	}
@@ -524,7 +525,7 @@ func TestErrorWhileDecidingNextBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := filepath.Join(r.ws, SpoolDir, srcs[12].SHA256+".md") // s2.md, in the fifth batch of three
+	bad := filepath.Join(r.ws, layout.SpoolDir, srcs[12].SHA256+".md") // s2.md, in the fifth batch of three
 	good, err := os.ReadFile(bad)
 	if err != nil {
 		t.Fatal(err)

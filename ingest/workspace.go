@@ -12,18 +12,6 @@ import (
 	"github.com/handoff-sync/handoff/internal/layout"
 )
 
-// Workspace paths the ingester writes (internal/layout names them).
-const (
-	CardsDir    = layout.CardsDir
-	ReviewDir   = layout.ReviewDir
-	StateDir    = layout.StateDir
-	SpoolDir    = layout.SpoolDir
-	BackupsDir  = layout.BackupsDir
-	ReceiptsDir = layout.ReceiptsDir
-	LedgerFile  = layout.LedgerFile
-	LockFile    = layout.LockFile
-)
-
 // errUnsafe is returned for a target that cannot be written safely; its
 // Reason is the review code.
 type errUnsafe struct {
@@ -191,7 +179,7 @@ func (w *workspace) removeTemps() error {
 	if w.dryRun {
 		return nil
 	}
-	dirs := []string{".", CardsDir, ReviewDir, "rules", ".learnings", BackupsDir, ReceiptsDir}
+	dirs := []string{".", layout.CardsDir, layout.ReviewDir, "rules", ".learnings", layout.BackupsDir, layout.ReceiptsDir}
 	for _, d := range dirs {
 		if fi, err := w.root.Lstat(d); err != nil || !fi.IsDir() {
 			continue

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 func TestIsPlaceholder(t *testing.T) {
@@ -208,7 +210,7 @@ func TestFenceHint(t *testing.T) {
 }
 
 // writerCardPath is the card createCard makes.
-const writerCardPath = CardsDir + "/release-checklist.md"
+const writerCardPath = layout.CardsDir + "/release-checklist.md"
 
 func resultsOf(entries []Entry) map[string]string {
 	out := map[string]string{}
@@ -330,7 +332,7 @@ func TestWriterPatternsRun(t *testing.T) {
 				if tc.card != nil {
 					if tc.symlink {
 						r.writeWS("elsewhere/card.md", *tc.card)
-						if err := os.MkdirAll(filepath.Join(r.ws, CardsDir), 0o755); err != nil {
+						if err := os.MkdirAll(filepath.Join(r.ws, layout.CardsDir), 0o755); err != nil {
 							t.Fatal(err)
 						}
 						if err := os.Symlink("../../elsewhere/card.md", filepath.Join(r.ws, writerCardPath)); err != nil {
@@ -371,7 +373,7 @@ func TestWriterPatternsRun(t *testing.T) {
 					}
 				}
 				if tc.card != nil && !strings.HasPrefix(tc.want["a.md"], "promoted") {
-					if ents, _ := os.ReadDir(filepath.Join(r.ws, BackupsDir)); len(ents) != 0 {
+					if ents, _ := os.ReadDir(filepath.Join(r.ws, layout.BackupsDir)); len(ents) != 0 {
 						t.Errorf("%d backups written for a card that was not changed", len(ents))
 					}
 				}
