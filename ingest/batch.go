@@ -1,60 +1,12 @@
 package ingest
 
-// Group commit: the guarantee is per handoff, the cost need not be.
-//
-// Pending sources are taken in batches of up to batchMax sources (fewer
-// when their new files add up to batchMaxBytes). A batch is
-//
-//  1. decided: the ledger is asked once which of its hashes already have a
-//     result, then every source is decided in order, as if one by one:
-//     each plan is made on the target as the batch's earlier plans leave
-//     it (the batch's view), so two handoffs appending to one document are
-//     planned one on top of the other, exactly as a sequential run would.
-//     The batch's backups and review drafts are written and fsynced under
-//     temporary names by a pool of workers meanwhile, and once every
-//     source is decided, each target's new content as the batch's last
-//     plan on it leaves it (one file per target, however many plans);
-//  2. recorded: all its plans are committed in one transaction (failpoint
-//     plan.recorded);
-//  3. its backups and drafts are renamed into place once the workers are
-//     done, and their directories fsynced once (backup.written,
-//     review.written, batch.files-synced);
-//  4. each target is replaced by compare-and-swap, the targets
-//     concurrently, once per target: with the content its chain of plans
-//     leaves, only while it still holds the chain's first before-hash
-//     (commit.written after each); then each target directory is fsynced
-//     once (batch.targets-synced);
-//  5. every result is recorded in one transaction (bookkeeping.done).
-//
-// So per plan, as before: the plan is durable before its backup is put in
-// place; the backup of what the target held is durable before the target
-// is replaced; the target is replaced only while it holds exactly what the
-// plan, or the first plan of its chain, was made on; and the replacement
-// is durable before the result is recorded.
-//
-// While a batch goes through steps 2 to 5, the next one is decided (step 1)
-// on the view the current one leaves, so the workers keep writing. Should
-// the current batch find a target changed by another writer, the next one
-// was planned on the wrong content: its files are dropped and it is decided
-// again once the current batch is done.
-//
-// Several plans of a batch may be planned on one target, each on the one
-// before (appends to a document): plan 2 is made on plan 1's result. The
-// target goes from plan 1's before-hash to the last plan's after-hash in
-// one rename, so a crash leaves all of them unfinished with the target at
-// one of the two. Recovery (apply) recognises a plan whose write was
-// replaced by a later plan of its chain (superseded), instead of taking the
-// unknown hash for a concurrent edit and appending a second time; it also
-// finishes chains left halfway by a crash of a version that replaced a
-// target once per plan. Only the first plan of a chain has a backup: it
-// holds what the target held before the batch replaced it; the content a
-// later plan was made on never was on disk, and recovery rebuilds it from
-// the first plan's backup and the texts of the plans before it.
-//
-// A target another writer changed between planning and replacing is
-// handled one plan at a time, as before (apply: look again, re-plan a
-// document once, a card goes to review), after the rest of the batch is
-// recorded, together with every later plan of the batch on that target.
+// Group commit: the guarantee is per handoff, the cost need not be. Pending
+// sources are decided in batches as if one by one (each plan made on the
+// target as the batch's earlier plans leave it), recorded in one
+// transaction, their backups and drafts put in place, each target
+// replaced once by compare-and-swap with what its chain of plans leaves,
+// and every result recorded in one transaction. Per plan the order of the
+// guarantees is unchanged. See docs/design.md, "Group commit".
 
 import (
 	"context"
