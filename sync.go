@@ -17,7 +17,6 @@ import (
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
-	"github.com/handoff-sync/handoff/transport"
 )
 
 // maxRunLog bounds latest.log: a host with a flood of files must not make
@@ -87,11 +86,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if opts.Parallel <= 0 {
 		opts.Parallel = 8
 	}
-	hosts, err := setup.Hosts(m, opts.Hosts)
-	if err != nil {
-		return nil, err
-	}
-	wsDir, err := setup.Workspace(m, opts.Workspace)
+	hosts, wsDir, err := setup.Select(m, opts.Hosts, opts.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -317,11 +312,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
-	dial := opts.Dial
-	if dial == nil {
-		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return setup.Dial(ctx, h, log) }
-	}
-	fsys, err := dial(ctx, h)
+	fsys, err := opts.Dial.Or(log)(ctx, h)
 	if err != nil {
 		log.Warn("host failed", "host", h.Name, "err", err)
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}

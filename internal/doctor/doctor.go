@@ -476,12 +476,7 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options) []Chec
 	defer cancel()
 	connect := min(h.Timeout, opts.ConnectTimeout)
 	dctx, dcancel := context.WithTimeout(ctx, connect)
-	dial := opts.Dial
-	if dial == nil {
-		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
-			return setup.Dial(ctx, h, opts.Log)
-		}
-	}
+	dial := opts.Dial.Or(opts.Log)
 	start := time.Now()
 	fsys, err := dial(dctx, h)
 	timedOut := errors.Is(dctx.Err(), context.DeadlineExceeded)

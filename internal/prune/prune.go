@@ -92,11 +92,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	hosts, err := setup.Hosts(m, opts.Hosts)
-	if err != nil {
-		return nil, err
-	}
-	wsDir, err := setup.Workspace(m, opts.Workspace)
+	hosts, wsDir, err := setup.Select(m, opts.Hosts, opts.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +156,7 @@ func pruneHost(ctx context.Context, h manifest.HostConfig, opts Options, cutoff 
 	hp := Host{Name: h.Name}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
-	dial := opts.Dial
-	if dial == nil {
-		dial = func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return setup.Dial(ctx, h, log) }
-	}
-	fsys, err := dial(ctx, h)
+	fsys, err := opts.Dial.Or(log)(ctx, h)
 	if err == nil {
 		defer fsys.Close()
 		err = pruneInboxes(ctx, fsys, h, opts.DryRun, cutoff, &hp, log)

@@ -35,6 +35,14 @@ func (e *UsageError) Error() string { return e.Msg }
 // Dialer opens a host's transport. Tests replace Dial with their own.
 type Dialer func(ctx context.Context, h manifest.HostConfig) (transport.FS, error)
 
+// Or returns d, or when d is nil the real thing: Dial logging to log.
+func (d Dialer) Or(log *slog.Logger) Dialer {
+	if d != nil {
+		return d
+	}
+	return func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) { return Dial(ctx, h, log) }
+}
+
 // Hosts returns the manifest's hosts named in names, in the order named
 // and each once; all of them, in manifest order, when names is empty.
 func Hosts(m *manifest.Manifest, names []string) ([]manifest.HostConfig, error) {
@@ -53,6 +61,21 @@ func Hosts(m *manifest.Manifest, names []string) ([]manifest.HostConfig, error) 
 		}
 	}
 	return out, nil
+}
+
+// Select is what a command over hosts starts from: the hosts named (all
+// when names is empty, see Hosts) and the absolute workspace (see
+// Workspace).
+func Select(m *manifest.Manifest, names []string, workspace string) ([]manifest.HostConfig, string, error) {
+	hosts, err := Hosts(m, names)
+	if err != nil {
+		return nil, "", err
+	}
+	ws, err := Workspace(m, workspace)
+	if err != nil {
+		return nil, "", err
+	}
+	return hosts, ws, nil
 }
 
 // Workspace is the absolute workspace directory: dir when set (a
