@@ -163,7 +163,9 @@ func (r *Receipt) Summary() string {
 	}
 	s := fmt.Sprintf("%sPulled %d  Promoted %d  Routed %d  Review %d  Malformed %d  Duplicate %d  Rejected %d  Deferred %d\n",
 		prefix, c.Pulled, c.Promoted, c.Routed, c.Review, c.Malformed, c.Duplicate, c.Rejected, c.Deferred)
-	if r.NoUpdates() {
+	// NO_UPDATES says all is well and nothing happened: never after a
+	// run that failed somewhere, which a dashboard would read as fine.
+	if r.NoUpdates() && r.Outcome == OutcomeOK {
 		s += prefix + "NO_UPDATES\n"
 	}
 	return s

@@ -14,12 +14,18 @@ func TestSummaryAndNoUpdates(t *testing.T) {
 		want  string
 		noUpd bool
 	}{
-		{"empty apply", Receipt{Mode: ModeApply},
+		{"empty apply", Receipt{Mode: ModeApply, Outcome: OutcomeOK},
 			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\nNO_UPDATES\n", true},
-		{"dry run", Receipt{Mode: ModeDryRun, Counts: Counts{Pulled: 2, Promoted: 1, Duplicate: 1}},
+		{"dry run", Receipt{Mode: ModeDryRun, Outcome: OutcomeOK, Counts: Counts{Pulled: 2, Promoted: 1, Duplicate: 1}},
 			"[dry-run] Pulled 2  Promoted 1  Routed 0  Review 0  Malformed 0  Duplicate 1  Rejected 0  Deferred 0\n", false},
-		{"only deferrals", Receipt{Mode: ModeDryRun, Counts: Counts{Deferred: 3, Rejected: 1}},
+		{"only deferrals", Receipt{Mode: ModeDryRun, Outcome: OutcomeOK, Counts: Counts{Deferred: 3, Rejected: 1}},
 			"[dry-run] Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 1  Deferred 3\n[dry-run] NO_UPDATES\n", true},
+		// SPEC: NO_UPDATES only when the outcome is ok. A run whose
+		// hosts all failed pulled nothing, and must not look idle.
+		{"failed, nothing pulled", Receipt{Mode: ModeApply, Outcome: OutcomeFailed},
+			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", true},
+		{"partial, nothing pulled", Receipt{Mode: ModeApply, Outcome: OutcomePartial},
+			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.r.Summary(); got != tc.want {
