@@ -15,6 +15,9 @@ const (
 
 	HostOK    = "ok"
 	HostError = "error"
+
+	// InboxError is the state of an inbox that could not be listed.
+	InboxError = "error"
 )
 
 // Builder assembles one run's receipt as the run goes: the hosts once
@@ -66,21 +69,27 @@ func (b *Builder) NotifyFailed(err error) bool {
 
 // Judge tallies the counts and sets the outcome and status: failed when
 // the ingest failed (runErr) or every host did, partial when some host
-// failed, else ok; ingested when any handoff got a result other than
-// deferred. It may be called again after more is added.
+// failed or some inbox could not be listed, else ok; ingested when any
+// handoff got a result other than deferred. It may be called again after
+// more is added.
 func (b *Builder) Judge(runErr error) {
 	r := b.r
 	r.Tally()
-	failed := 0
+	failed, unlisted := 0, 0
 	for _, h := range r.Hosts {
 		if h.Outcome == HostError {
 			failed++
+		}
+		for _, in := range h.Inboxes {
+			if in.State == InboxError {
+				unlisted++
+			}
 		}
 	}
 	switch {
 	case runErr != nil || (failed > 0 && failed == len(r.Hosts)):
 		r.Outcome = OutcomeFailed
-	case failed > 0:
+	case failed > 0 || unlisted > 0:
 		r.Outcome = OutcomePartial
 	default:
 		r.Outcome = OutcomeOK

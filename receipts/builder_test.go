@@ -23,6 +23,9 @@ func TestBuilderJudge(t *testing.T) {
 		{"every host failed", []Host{bad, bad}, nil, nil, OutcomeFailed, StatusEmpty},
 		{"ingest failed", []Host{ok}, []string{ResultReview}, errors.New("disk full"), OutcomeFailed, StatusIngested},
 		{"no hosts", nil, nil, nil, OutcomeOK, StatusEmpty},
+		// SPEC: an inbox whose listing failed makes the run partial; its
+		// handoffs were not taken, though the host answered.
+		{"an inbox not listed", []Host{ok, {Name: "c", Outcome: HostOK, Inboxes: []Inbox{{State: "ok"}, {State: InboxError}}}}, nil, nil, OutcomePartial, StatusEmpty},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
