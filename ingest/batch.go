@@ -41,44 +41,16 @@ const (
 	retireMaxFiles = 8192
 )
 
-// staged is a new file a stager writes under a temporary name.
+// staged is a new file of a batch, written under a temporary name by the
+// ingester's durable.Writer.
 type staged struct {
-	name string
-	data []byte
-	tmp  *durable.Temp // set once written and fsynced; nil when used up
-	err  error
+	name    string
+	pending *durable.Pending
+	tmp     *durable.Temp // set once written and fsynced; nil when used up
+	err     error
 	// unused: a later plan of the batch on the same target replaced this
 	// content before it was put in place; the file is removed.
 	unused bool
-	wg     *sync.WaitGroup
-}
-
-// stager is a small pool of workers that create, write and fsync new files
-// (durable.CreateTemp), so that their fsyncs overlap each other and the
-// ingester's own work.
-type stager struct {
-	ws   *workspace
-	jobs chan *staged
-	wg   sync.WaitGroup
-}
-
-func startStager(ws *workspace) *stager {
-	st := &stager{ws: ws, jobs: make(chan *staged, stageWorkers)}
-	for range stageWorkers {
-		st.wg.Go(func() {
-			for f := range st.jobs {
-				f.tmp, f.err = durable.CreateTemp(st.ws.root, f.name, f.data, 0o644)
-				f.data = nil
-				f.wg.Done()
-			}
-		})
-	}
-	return st
-}
-
-func (st *stager) stop() {
-	close(st.jobs)
-	st.wg.Wait()
 }
 
 // item is one source of a batch and what became of it.
@@ -105,7 +77,7 @@ type viewed struct {
 // batch is the state of one batch.
 type batch struct {
 	in    *Ingester
-	st    *stager
+	st    *durable.Writer // writes the batch's new files
 	items []*item
 	known map[string]bool // hashes with a result in the ledger
 	prev  *batch          // the batch before, being applied meanwhile, or nil
@@ -119,7 +91,6 @@ type batch struct {
 	last    map[string]*item
 	dirs    map[string]bool // directories made sure of
 	files   []*staged
-	wg      sync.WaitGroup
 	bytes   int
 }
 
@@ -155,10 +126,10 @@ func (q *srcQueue) consume(n int) { q.buf = q.buf[n:] }
 // next batch decided while the current one is applied. It returns the
 // entries in storage order.
 func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
-	var st *stager
+	var st *durable.Writer
 	if !in.opts.DryRun {
-		st = startStager(in.ws)
-		defer st.stop()
+		st = durable.NewWriter(in.ws.root, stageWorkers)
+		defer st.Close()
 	}
 	q := &srcQueue{led: in.led}
 	srcs, err := q.peek(ctx, in.batchMax)
@@ -223,7 +194,7 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 // decideBatch decides a prefix of srcs as one batch (step 1). prev, when
 // not nil, is the batch being applied meanwhile: srcs are planned on what
 // it is about to write.
-func (in *Ingester) decideBatch(ctx context.Context, st *stager, srcs []sourceRow, prev *batch) (_ *batch, err error) {
+func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []sourceRow, prev *batch) (_ *batch, err error) {
 	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}}
 	defer func() {
 		if err != nil {
@@ -396,17 +367,26 @@ func (b *batch) stageFile(name string, data []byte) (*staged, error) {
 		}
 		b.dirs[dir] = true
 	}
-	f := &staged{name: name, data: data, wg: &b.wg}
+	f := &staged{name: name, pending: b.st.Write(name, data, 0o644)}
 	b.files = append(b.files, f)
-	b.wg.Add(1)
-	b.st.jobs <- f
 	return f, nil
+}
+
+// waitFiles waits until the workers have written every new file of the
+// batch (or failed to).
+func (b *batch) waitFiles() {
+	for _, f := range b.files {
+		if f.pending != nil {
+			f.tmp, f.err = f.pending.Wait()
+			f.pending = nil
+		}
+	}
 }
 
 // cleanup removes what a batch that failed, or is dropped, leaves:
 // temporary files not put in place, replaced files kept open.
 func (b *batch) cleanup() {
-	b.wg.Wait()
+	b.waitFiles()
 	for _, f := range b.files {
 		if f.tmp != nil {
 			f.tmp.Remove()
@@ -518,7 +498,7 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 // placeFiles waits for the batch's new files, puts backups and review
 // drafts in place and makes them durable, directories included.
 func (b *batch) placeFiles() error {
-	b.wg.Wait()
+	b.waitFiles()
 	for _, f := range b.files {
 		if f.err != nil {
 			return fmt.Errorf("ingest: %w", f.err)
@@ -551,7 +531,7 @@ func (b *batch) placeFiles() error {
 			dirs = append(dirs, kind.dir)
 		}
 	}
-	if err := syncDirs(b.in.ws, dirs); err != nil {
+	if err := durable.SyncDirs(b.in.ws.root, dirs, stageWorkers); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	for _, d := range dirs {
@@ -653,7 +633,7 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 	if len(dirs) == 0 {
 		return moved, nil
 	}
-	if err := syncDirs(in.ws, dirs); err != nil {
+	if err := durable.SyncDirs(in.ws.root, dirs, stageWorkers); err != nil {
 		return moved, fmt.Errorf("ingest: %w", err)
 	}
 	failpoint.Inject("batch.targets-synced")
@@ -716,15 +696,4 @@ func (in *Ingester) removeRetired() {
 		}
 	}
 	in.retired, in.retiredBytes = nil, 0
-}
-
-// syncDirs fsyncs directories of the workspace concurrently.
-func syncDirs(ws *workspace, dirs []string) error {
-	errs := make([]error, len(dirs))
-	var wg sync.WaitGroup
-	for i, d := range dirs {
-		wg.Go(func() { errs[i] = durable.SyncDir(ws.root, d) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

@@ -435,8 +435,8 @@ func TestBatchBytesBound(t *testing.T) {
 	}
 	defer in.Close()
 	in.batchBytes = 1
-	st := startStager(in.ws)
-	defer st.stop()
+	st := durable.NewWriter(in.ws.root, stageWorkers)
+	defer st.Close()
 	srcs, err := r.led.pendingSources(context.Background())
 	if err != nil {
 		t.Fatal(err)

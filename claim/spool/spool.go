@@ -9,6 +9,7 @@
 package spool
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,8 +17,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
@@ -121,12 +120,13 @@ func (s *Dir) Get(sha string) ([]byte, error) {
 	return data, nil
 }
 
-// Put writes every new content of the batch under a temporary name, then
-// fsyncs them all concurrently (the file system commits concurrent fsyncs
-// together: one batch costs about what one file did), then renames them
-// into place and fsyncs the directory once. A crash before that last fsync
-// leaves whole files, which a later Put trusts only after Open has
-// synced the directory, and temporary files, which the next run removes.
+// Put writes and fsyncs every new content of the batch under a temporary
+// name, many at once (durable.Writer: the file system commits concurrent
+// fsyncs together, so one batch costs about what one file did), then
+// renames them into place and fsyncs the directory once. A crash before
+// that last fsync leaves whole files, which a later Put trusts only after
+// Open has synced the directory, and temporary files, which the next run
+// removes.
 func (s *Dir) Put(batch map[string][]byte) (err error) {
 	fresh := make([]string, 0, len(batch))
 	for sha := range batch {
@@ -142,6 +142,12 @@ func (s *Dir) Put(batch map[string][]byte) (err error) {
 		return nil
 	}
 	slices.Sort(fresh)
+	w := durable.NewWriter(s.root, spoolSyncs)
+	pending := make([]*durable.Pending, len(fresh))
+	for i, sha := range fresh {
+		pending[i] = w.Write(Name(sha), batch[sha], 0o600)
+	}
+	w.Close()
 	temps := make([]*durable.Temp, 0, len(fresh))
 	defer func() {
 		if err != nil {
@@ -150,20 +156,17 @@ func (s *Dir) Put(batch map[string][]byte) (err error) {
 			}
 		}
 	}()
-	for _, sha := range fresh {
-		t, err := durable.OpenTemp(s.root, Name(sha), batch[sha], 0o600)
+	var werr error
+	for _, p := range pending {
+		t, err := p.Wait()
 		if err != nil {
-			return fmt.Errorf("spool: %w", err)
+			werr = cmp.Or(werr, err)
+			continue
 		}
 		temps = append(temps, t)
 	}
-	var g errgroup.Group
-	g.SetLimit(spoolSyncs)
-	for _, t := range temps {
-		g.Go(t.Sync)
-	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("spool: %w", err)
+	if werr != nil {
+		return fmt.Errorf("spool: %w", werr)
 	}
 	for i, t := range temps {
 		if err := t.Rename(); err != nil {
@@ -180,7 +183,7 @@ func (s *Dir) Put(batch map[string][]byte) (err error) {
 	return nil
 }
 
-// spoolSyncs is how many spool files Put fsyncs at once.
+// spoolSyncs is how many spool files Put writes and fsyncs at once.
 const spoolSyncs = 32
 
 // Overlay writes new content to Upper and reads from Upper, then Base. A

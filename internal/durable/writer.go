@@ -1,0 +1,82 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/handoff-sync/handoff/internal/fanout"
+)
+
+// Writer creates, writes and fsyncs new files under temporary names in the
+// background, up to a bound at once, so that their fsyncs overlap each
+// other (the file system commits concurrent fsyncs together) and the
+// caller's own work. Each Write returns a Pending; its Temp, once ready,
+// is put in place by the caller (Rename or Swap), whose directories are
+// then fsynced once each (SyncDirs). The spool and the ingester write
+// their batches through it.
+type Writer struct {
+	root *os.Root
+	jobs chan *Pending
+	wg   sync.WaitGroup
+}
+
+// Pending is one file a Writer is writing.
+type Pending struct {
+	name string
+	data []byte
+	perm fs.FileMode
+	done chan struct{}
+	tmp  *Temp
+	err  error
+}
+
+// NewWriter starts a Writer under root with n workers.
+func NewWriter(root *os.Root, n int) *Writer {
+	w := &Writer{root: root, jobs: make(chan *Pending, n)}
+	for range max(n, 1) {
+		w.wg.Go(func() {
+			for p := range w.jobs {
+				p.tmp, p.err = CreateTemp(w.root, p.name, p.data, p.perm)
+				p.data = nil
+				close(p.done)
+			}
+		})
+	}
+	return w
+}
+
+// Write queues data for name (relative to the Writer's root); it waits only
+// while every worker is busy and the queue full.
+func (w *Writer) Write(name string, data []byte, perm fs.FileMode) *Pending {
+	p := &Pending{name: name, data: data, perm: perm, done: make(chan struct{})}
+	w.jobs <- p
+	return p
+}
+
+// Close waits for the queued files and stops the workers. Write must not
+// be called after it.
+func (w *Writer) Close() {
+	close(w.jobs)
+	w.wg.Wait()
+}
+
+// Wait returns the file written and fsynced under its temporary name, or
+// why it could not be (then nothing of it is left on disk).
+func (p *Pending) Wait() (*Temp, error) {
+	<-p.done
+	return p.tmp, p.err
+}
+
+// SyncDirs fsyncs each of dirs (relative to root) once, at most n at once,
+// and returns every failure.
+func SyncDirs(root *os.Root, dirs []string, n int) error {
+	errs := make([]error, len(dirs))
+	fanout.Each(context.Background(), len(dirs), n, func(_ context.Context, i int) error {
+		errs[i] = SyncDir(root, dirs[i])
+		return nil
+	})
+	return errors.Join(errs...)
+}
