@@ -13,6 +13,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -258,7 +259,7 @@ func claimedEntries(reports []claim.HostReport) []receipts.Handoff {
 }
 
 // recordRejects records the rejected files in the ledger, for where.
-func recordRejects(ctx context.Context, led *ingest.Ledger, runID string, reports []claim.HostReport, log *slog.Logger) {
+func recordRejects(ctx context.Context, led *ledger.Ledger, runID string, reports []claim.HostReport, log *slog.Logger) {
 	for _, rep := range reports {
 		for _, it := range rep.Items {
 			if it.Result != claim.ResultRejected {
@@ -324,7 +325,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 // state is the workspace's .handoff directory as a run uses it. The paths
 // let a worker process open the same ledger and spool.
 type state struct {
-	led        *ingest.Ledger
+	led        *ledger.Ledger
 	spool      spool.Store
 	ledgerPath string
 	spoolDir   string
@@ -349,7 +350,7 @@ func openState(ws string, dryRun bool) (*state, error) {
 			return nil, err
 		}
 		st.closers = append(st.closers, func() error { return os.RemoveAll(tmp) })
-		if err := ingest.CopyLedger(st.ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
+		if err := ledger.Copy(st.ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
 			st.close()
 			return nil, fmt.Errorf("dry run: %w", err)
 		}
@@ -376,7 +377,7 @@ func openState(ws string, dryRun bool) (*state, error) {
 	}
 	st.spool = sp
 	st.closers = append(st.closers, sp.close)
-	led, err := ingest.OpenLedger(st.ledgerPath)
+	led, err := ledger.Open(st.ledgerPath)
 	if err != nil {
 		st.close()
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
@@ -73,7 +74,7 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 		return fail(err)
 	}
 	defer sp.close()
-	led, err := ingest.OpenLedger(job.Ledger)
+	led, err := ledger.Open(job.Ledger)
 	if err != nil {
 		return fail(err)
 	}

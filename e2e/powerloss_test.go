@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"github.com/handoff-sync/handoff/ingest"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/handoff-sync/handoff/ingest"
 
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/fsrecord"

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/layout"
@@ -96,7 +97,7 @@ type batch struct {
 
 // srcQueue hands out pending sources in storage order, a page at a time.
 type srcQueue struct {
-	led   *Ledger
+	led   *ledger.Ledger
 	after int64
 	buf   []sourceRow
 	done  bool
@@ -105,7 +106,7 @@ type srcQueue struct {
 // peek returns up to max of the next pending sources.
 func (q *srcQueue) peek(ctx context.Context, max int) ([]sourceRow, error) {
 	for len(q.buf) < max && !q.done {
-		rows, err := q.led.pendingSourcesAfter(ctx, q.after, max)
+		rows, err := q.led.PendingSourcesAfter(ctx, q.after, max)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: %w", err)
 		}
@@ -205,7 +206,7 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 	for i, s := range srcs {
 		shas[i] = s.SHA256
 	}
-	if b.known, err = in.led.knownHandoffs(ctx, shas); err != nil {
+	if b.known, err = in.led.KnownHandoffs(ctx, shas); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	for _, src := range srcs {
@@ -427,7 +428,7 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 		}
 	}
 	if len(plans) > 0 {
-		if err := in.led.insertPlans(ctx, in.opts.RunID, plans); err != nil {
+		if err := in.led.InsertPlans(ctx, in.opts.RunID, ledgerPlans(plans)); err != nil {
 			return nil, false, fmt.Errorf("ingest: record plans: %w", err)
 		}
 		failpoint.Inject("plan.recorded")
@@ -452,10 +453,10 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 			if it.p != nil {
 				id = it.p.ID
 			}
-			done = append(done, finished{it.src, it.o, id})
+			done = append(done, finished{Src: it.src, O: it.o, PlanID: id})
 		}
 	}
-	if err := in.led.finishAll(ctx, in.opts.RunID, done); err != nil {
+	if err := in.led.FinishAll(ctx, in.opts.RunID, done); err != nil {
 		return nil, moved, fmt.Errorf("ingest: record results: %w", err)
 	}
 	failpoint.Inject("bookkeeping.done")

@@ -28,6 +28,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
 )
@@ -43,14 +44,14 @@ func benchN(b *testing.B) int {
 // seedSpool stores n mixed handoffs (the mix of BenchmarkIngest1000: 40%
 // card creations, 40% document appends over four documents, 10% review,
 // 10% malformed) in a fresh spool and ledger under dir.
-func seedSpool(b *testing.B, dir string, n int) (*spool.Dir, *Ledger, []claim.Source) {
+func seedSpool(b *testing.B, dir string, n int) (*spool.Dir, *ledger.Ledger, []claim.Source) {
 	b.Helper()
 	ctx := context.Background()
 	sp, err := spool.Open(filepath.Join(dir, "ws", layout.SpoolDir))
 	if err != nil {
 		b.Fatal(err)
 	}
-	led, err := OpenLedger(filepath.Join(dir, "ledger.db"))
+	led, err := ledger.Open(filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
 )
@@ -44,7 +45,7 @@ func BenchmarkIngest1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		led, err := OpenLedger(filepath.Join(dir, "ledger.db"))
+		led, err := ledger.Open(filepath.Join(dir, "ledger.db"))
 		if err != nil {
 			b.Fatal(err)
 		}

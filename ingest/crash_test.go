@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/handoff-sync/handoff/claim/spool"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/layout"
 )
@@ -41,7 +42,7 @@ func crashChild(ws string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	led, err := OpenLedger(filepath.Join(ws, layout.LedgerFile))
+	led, err := ledger.Open(filepath.Join(ws, layout.LedgerFile))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -107,7 +108,7 @@ func (r *rig) checkConverged(want map[string]string, markers map[string][]string
 		r.t.Errorf("existing.md = %q, want %q", got, existingCard)
 	}
 	var handoffs int
-	r.led.db.QueryRow(`SELECT count(*) FROM handoffs`).Scan(&handoffs)
+	r.led.DB().QueryRow(`SELECT count(*) FROM handoffs`).Scan(&handoffs)
 	if handoffs != 18 { // 20 sources, 2 duplicates
 		r.t.Errorf("%d handoff results, want 18 (one per distinct content)", handoffs)
 	}

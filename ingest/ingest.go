@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/layout"
@@ -47,7 +48,7 @@ type Options struct {
 // time per workspace; the caller holds the workspace lock.
 type Ingester struct {
 	opts  Options
-	led   *Ledger
+	led   *ledger.Ledger
 	spool spool.Store
 	ws    *workspace
 	log   *slog.Logger
@@ -69,7 +70,7 @@ type Ingester struct {
 }
 
 // New prepares an ingester over an open ledger and spool.
-func New(opts Options, led *Ledger, sp spool.Store) (*Ingester, error) {
+func New(opts Options, led *ledger.Ledger, sp spool.Store) (*Ingester, error) {
 	ws, err := openWorkspace(opts.Workspace, opts.DryRun)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: workspace %s: %w", opts.Workspace, err)
@@ -111,12 +112,16 @@ func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
 		in.tempsRemoved = true
 	}
 	var out []Entry
-	plans, err := in.led.interruptedPlans(ctx)
+	open, err := in.led.OpenPlans(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	plans := make([]*plan, len(open))
+	for i, lp := range open {
+		plans[i] = &plan{Plan: *lp}
+	}
 	for i, p := range plans {
-		src, err := in.led.source(ctx, p.SourceID)
+		src, err := in.led.Source(ctx, p.SourceID)
 		if err != nil {
 			return out, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
 		}
@@ -140,7 +145,7 @@ func entryFor(src sourceRow, o outcome) Entry {
 // record finishes a source with an outcome that wrote nothing but maybe a
 // review draft.
 func (in *Ingester) record(ctx context.Context, src sourceRow, o outcome, planID int64) (Entry, error) {
-	if err := in.led.finish(ctx, in.opts.RunID, src, o, planID); err != nil {
+	if err := in.led.Finish(ctx, in.opts.RunID, src, o, planID); err != nil {
 		return Entry{}, fmt.Errorf("ingest: record %s: %w", src.SHA256[:12], err)
 	}
 	failpoint.Inject("bookkeeping.done")
@@ -183,7 +188,7 @@ func (in *Ingester) readDisk(target string) ([]byte, bool, string, error) {
 // returns it. A non-empty reason means no change: unplanned tells what
 // becomes of the handoff then.
 func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, string, error) {
-	p := &plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}
+	p := &plan{Plan: ledger.Plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}}
 	if h.Card != nil {
 		p.Kind, p.Target = kindCard, layout.CardsDir+"/"+h.Card.Name
 		cur, exists, sum, err := read(p.Target)
@@ -235,14 +240,6 @@ func (b *batch) unplanned(it *item, data []byte, h *Handoff, p *plan, reason str
 		return nil
 	}
 	return b.review(it, data, outcome{Reason: reason, Action: h.Action})
-}
-
-// ownResult reports whether o is the result of its content itself, which
-// the ledger keeps by hash so that later copies of the same bytes are
-// duplicates of it. Every outcome is, but that of such a copy: a duplicate
-// without a reason.
-func (o outcome) ownResult() bool {
-	return o.Result != ResultDuplicate || o.Reason != ""
 }
 
 // apply carries a recorded plan to its end: backup, guarded write,
@@ -345,7 +342,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 			p.After = hash(AppendDocument(cur, string(p.Content)))
 			p.Backup = ""
 			p.Replans++
-			if err := in.led.updatePlan(ctx, p); err != nil {
+			if err := in.led.UpdatePlan(ctx, &p.Plan); err != nil {
 				return Entry{}, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
 			}
 		default:

@@ -10,12 +10,13 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 )
 
 // spoolFixture is a ledger and a spool holding one content per case.
 type spoolFixture struct {
 	t     *testing.T
-	led   *Ledger
+	led   *ledger.Ledger
 	dir   string // the spool
 	shas  map[string]string
 	rows  int
@@ -25,7 +26,7 @@ type spoolFixture struct {
 func newSpoolFixture(t *testing.T) *spoolFixture {
 	t.Helper()
 	dir := t.TempDir()
-	led, err := OpenLedger(filepath.Join(dir, "ledger.db"))
+	led, err := ledger.Open(filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func (f *spoolFixture) source(key, host, name, result string, ingested time.Time
 	if result == "" {
 		return
 	}
-	if _, err := f.led.db.ExecContext(ctx, `UPDATE sources SET result = ?, ingest_run = 'run-1', ingested_at = ? WHERE host = ? AND name = ? AND sha256 = ?`,
+	if _, err := f.led.DB().ExecContext(ctx, `UPDATE sources SET result = ?, ingest_run = 'run-1', ingested_at = ? WHERE host = ? AND name = ? AND sha256 = ?`,
 		result, ingested.UTC().Format(time.RFC3339Nano), host, name, sha); err != nil {
 		f.t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func (f *spoolFixture) exists(key string) bool {
 
 func (f *spoolFixture) sourceRows() int {
 	var n int
-	if err := f.led.db.QueryRow(`SELECT count(*) FROM sources`).Scan(&n); err != nil {
+	if err := f.led.DB().QueryRow(`SELECT count(*) FROM sources`).Scan(&n); err != nil {
 		f.t.Fatal(err)
 	}
 	return n
@@ -96,7 +97,7 @@ func TestPruneSpool(t *testing.T) {
 	f.source("dup", "vps", "h.md", ResultDuplicate, young)
 	// Finished long ago but a plan for it is still open (a crashed run).
 	f.source("open-plan", "laptop", "i.md", ResultPromoted, old)
-	if _, err := f.led.db.Exec(`INSERT INTO plans (sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+	if _, err := f.led.DB().Exec(`INSERT INTO plans (sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
 		SELECT sha256, id, 'card', 'create-card', 'memory/cards/x.md', '', '', x'', 'planned', 'run-1', '' FROM sources WHERE name = 'i.md'`); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
 )
@@ -26,7 +27,7 @@ type rig struct {
 	t     *testing.T
 	ws    string
 	spool *spool.Dir
-	led   *Ledger
+	led   *ledger.Ledger
 }
 
 func newRig(t *testing.T) *rig {
@@ -36,7 +37,7 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	led, err := OpenLedger(filepath.Join(ws, layout.LedgerFile))
+	led, err := ledger.Open(filepath.Join(ws, layout.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func (r *rig) reopen() {
 	if r.spool, err = spool.Open(filepath.Join(r.ws, layout.SpoolDir)); err != nil {
 		r.t.Fatal(err)
 	}
-	if r.led, err = OpenLedger(filepath.Join(r.ws, layout.LedgerFile)); err != nil {
+	if r.led, err = ledger.Open(filepath.Join(r.ws, layout.LedgerFile)); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -147,7 +148,7 @@ func (r *rig) checkClean() {
 		r.t.Error(err)
 	}
 	var pending int
-	r.led.db.QueryRow(`SELECT count(*) FROM sources WHERE result = ''`).Scan(&pending)
+	r.led.DB().QueryRow(`SELECT count(*) FROM sources WHERE result = ''`).Scan(&pending)
 	if pending != 0 {
 		r.t.Errorf("%d sources without a result", pending)
 	}
@@ -160,7 +161,7 @@ func (r *rig) checkClean() {
 // first plan backs up what was.
 func (r *rig) checkBackups() {
 	r.t.Helper()
-	rows, err := r.led.db.Query(`SELECT sha256, target, before_sha256, after_sha256, replans FROM plans WHERE state = 'done' ORDER BY id`)
+	rows, err := r.led.DB().Query(`SELECT sha256, target, before_sha256, after_sha256, replans FROM plans WHERE state = 'done' ORDER BY id`)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func (r *rig) checkBackups() {
 // results maps source names to result/reason as the ledger has them.
 func (r *rig) results() map[string]string {
 	r.t.Helper()
-	rows, err := r.led.db.Query(`SELECT name, result, reason FROM sources`)
+	rows, err := r.led.DB().Query(`SELECT name, result, reason FROM sources`)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestRunBatchSizes(t *testing.T) {
 				names = append(names, e.Name)
 			}
 			var stored []string
-			rows, _ := r.led.db.Query(`SELECT name FROM sources ORDER BY id`)
+			rows, _ := r.led.DB().Query(`SELECT name FROM sources ORDER BY id`)
 			for rows.Next() {
 				var n string
 				rows.Scan(&n)
@@ -437,7 +438,7 @@ func TestBatchBytesBound(t *testing.T) {
 	in.batchBytes = 1
 	st := durable.NewWriter(in.ws.root, stageWorkers)
 	defer st.Close()
-	srcs, err := r.led.pendingSources(context.Background())
+	srcs, err := r.led.PendingSources(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +522,7 @@ func TestEditorBetweenPlanAndReplace(t *testing.T) {
 func TestErrorWhileDecidingNextBatch(t *testing.T) {
 	r := newRig(t)
 	want, markers := chainFixture(r)
-	srcs, err := r.led.pendingSources(context.Background())
+	srcs, err := r.led.PendingSources(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -414,7 +414,7 @@ func TestCardIdenticalIsItsContentsResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	var result, reason, target, before, after string
-	err := r.led.db.QueryRow(`SELECT result, reason, target, before_sha256, after_sha256 FROM handoffs WHERE sha256 = ?`, sum(data)).
+	err := r.led.DB().QueryRow(`SELECT result, reason, target, before_sha256, after_sha256 FROM handoffs WHERE sha256 = ?`, sum(data)).
 		Scan(&result, &reason, &target, &before, &after)
 	if err != nil {
 		t.Fatalf("no ledger row for the content: %v", err)

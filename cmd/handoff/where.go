@@ -15,6 +15,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/where"
 )
@@ -88,8 +89,8 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 	}
 	if len(matches) == 0 {
 		hint := "check the name (`handoff doctor` shows what waits in each inbox), or that a sync has run since it was written; files still waiting in an inbox are not in the ledger yet"
-		if !ingest.IsSHAPrefix(q) && isHex(q) {
-			hint += fmt.Sprintf("; a sha256 prefix needs at least %d hex digits", ingest.MinSHAPrefix)
+		if !ledger.IsSHAPrefix(q) && isHex(q) {
+			hint += fmt.Sprintf("; a sha256 prefix needs at least %d hex digits", ledger.MinSHAPrefix)
 		}
 		return &exitError{code: exitFailed, err: fmt.Errorf("no handoff named %s in the ledger", safeText(q)), hint: hint}
 	}

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/handoff-sync/handoff/claim"
-	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -107,7 +107,7 @@ type Report struct {
 //
 // Guarantees: Doctor writes nothing, on the canonical host or on any
 // writer host: it lists and reads, opens the ledger read-only (see
-// ingest.LedgerView), and never creates the workspace, the lock file or
+// ledger.View), and never creates the workspace, the lock file or
 // the ledger. To read the ledger consistently it holds the workspace lock
 // shared for a few milliseconds when no run holds it; a sync that starts in
 // that instant exits 75 and the next tick retries.
@@ -243,8 +243,8 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Ch
 		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
 	}
 	p := filepath.Join(ws, layout.LedgerFile)
-	v, err := ingest.OpenLedgerReadOnly(p, idle)
-	if errors.Is(err, ingest.ErrNoLedger) {
+	v, err := ledger.OpenReadOnly(p, idle)
+	if errors.Is(err, ledger.ErrNoLedger) {
 		check("ledger", CheckWarn, "no ledger yet: no run has stored anything", "run `handoff sync` (or wait for the timer)")
 		return out
 	}
@@ -281,7 +281,7 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Ch
 		check("plans", CheckWarn, fmt.Sprintf("%d interrupted plan(s): a run stopped in the middle of applying", n),
 			"the next sync finishes them (run `handoff sync` now, or wait for the timer)")
 	}
-	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in %s", tot.Results[ingest.ResultMalformed], layout.SpoolDir), "")
+	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in %s", tot.Results[receipts.ResultMalformed], layout.SpoolDir), "")
 	return out
 }
 

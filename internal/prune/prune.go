@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -128,8 +129,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // ledger has nothing to prune and gets none.
 func pruneSpool(ctx context.Context, ws string, o ingest.PruneSpoolOptions) (ingest.SpoolPrune, error) {
 	o.Dir = filepath.Join(ws, layout.SpoolDir)
-	ledger := filepath.Join(ws, layout.LedgerFile)
-	if _, err := os.Stat(ledger); errors.Is(err, os.ErrNotExist) {
+	ledgerPath := filepath.Join(ws, layout.LedgerFile)
+	if _, err := os.Stat(ledgerPath); errors.Is(err, os.ErrNotExist) {
 		return ingest.SpoolPrune{}, nil
 	}
 	if o.DryRun {
@@ -138,12 +139,12 @@ func pruneSpool(ctx context.Context, ws string, o ingest.PruneSpoolOptions) (ing
 			return ingest.SpoolPrune{}, err
 		}
 		defer os.RemoveAll(tmp)
-		if err := ingest.CopyLedger(ledger, filepath.Join(tmp, "ledger.db")); err != nil {
+		if err := ledger.Copy(ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
 			return ingest.SpoolPrune{}, fmt.Errorf("dry run: %w", err)
 		}
-		ledger = filepath.Join(tmp, "ledger.db")
+		ledgerPath = filepath.Join(tmp, "ledger.db")
 	}
-	led, err := ingest.OpenLedger(ledger)
+	led, err := ledger.Open(ledgerPath)
 	if err != nil {
 		return ingest.SpoolPrune{}, err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
-	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/prune"
 	"github.com/handoff-sync/handoff/internal/setup"
@@ -118,7 +118,7 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 		t.Fatal(err)
 	}
 	sp.Close()
-	led, err := ingest.OpenLedger(filepath.Join(e.WS, layout.LedgerFile))
+	led, err := ledger.Open(filepath.Join(e.WS, layout.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}

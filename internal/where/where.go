@@ -8,14 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // ErrNoLedger means the workspace has no ledger: no run has stored
 // anything there.
-var ErrNoLedger = ingest.ErrNoLedger
+var ErrNoLedger = ledger.ErrNoLedger
 
 // Kinds of Match.
 const (
@@ -76,7 +77,7 @@ type Source struct {
 // rejected file it names, oldest first. No match is an empty result. A
 // workspace without a ledger is ErrNoLedger.
 //
-// Where writes nothing; see ingest.LedgerView for how it reads.
+// Where writes nothing; see ledger.View for how it reads.
 func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, &setup.UsageError{Msg: "where: empty name"}
@@ -88,7 +89,7 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	lk, err := setup.ProbeLock(filepath.Join(ws, layout.LockFile))
 	idle := err == nil && !lk.Held
 	defer lk.Release()
-	v, err := ingest.OpenLedgerReadOnly(filepath.Join(ws, layout.LedgerFile), idle)
+	v, err := ledger.OpenReadOnly(filepath.Join(ws, layout.LedgerFile), idle)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	for _, r := range rejs {
 		out = append(out, Match{
 			Kind: Rejected, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
-			Size: r.Size, StoredAt: r.At, Result: ingest.ResultRejected, Reason: r.Reason,
+			Size: r.Size, StoredAt: r.At, Result: receipts.ResultRejected, Reason: r.Reason,
 			ArchivedAs: r.ArchivedAs, Archived: r.ArchivedAs != "", IngestRun: r.RunID, IngestedAt: r.At,
 		})
 	}

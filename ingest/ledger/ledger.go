@@ -1,4 +1,4 @@
-package ingest
+package ledger
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // Ledger is the ingester's SQLite database: every stored source, every
@@ -82,7 +83,7 @@ var migrations = []string{
 		started_at  TEXT NOT NULL,
 		finished_at TEXT NOT NULL DEFAULT '',
 		mode        TEXT NOT NULL,
-		outcome     TEXT NOT NULL DEFAULT '',
+		Outcome     TEXT NOT NULL DEFAULT '',
 		status      TEXT NOT NULL DEFAULT '',
 		receipt     TEXT NOT NULL DEFAULT ''
 	);
@@ -106,8 +107,8 @@ const (
 	planAbandoned = "abandoned"
 )
 
-// OpenLedger opens (creating and migrating if needed) the ledger at path.
-func OpenLedger(path string) (*Ledger, error) {
+// Open opens (creating and migrating if needed) the ledger at path.
+func Open(path string) (*Ledger, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -128,6 +129,10 @@ func OpenLedger(path string) (*Ledger, error) {
 
 // Close closes the database.
 func (l *Ledger) Close() error { return l.db.Close() }
+
+// DB is the ledger's database, for tests that look at its rows; what
+// writes goes through the methods, which keep the guarantees.
+func (l *Ledger) DB() *sql.DB { return l.db }
 
 func (l *Ledger) migrate() error {
 	// An up-to-date ledger (every open but the first) is only read: no
@@ -240,8 +245,8 @@ func (l *Ledger) Unarchived(ctx context.Context, host, inbox string) ([]claim.So
 	return out, rows.Err()
 }
 
-// sourceRow is one stored source as the ingester sees it.
-type sourceRow struct {
+// SourceRow is one stored source as the ingester sees it.
+type SourceRow struct {
 	ID         int64
 	SHA256     string
 	Size       int64
@@ -251,25 +256,25 @@ type sourceRow struct {
 	ArchivedAs string
 }
 
-// pendingSources returns every stored source without a result, in the
+// PendingSources returns every stored source without a result, in the
 // order they were stored.
-func (l *Ledger) pendingSources(ctx context.Context) ([]sourceRow, error) {
-	return l.pendingSourcesAfter(ctx, 0, -1)
+func (l *Ledger) PendingSources(ctx context.Context) ([]SourceRow, error) {
+	return l.PendingSourcesAfter(ctx, 0, -1)
 }
 
-// pendingSourcesAfter returns up to limit (all when negative) stored
+// PendingSourcesAfter returns up to limit (all when negative) stored
 // sources without a result whose id is greater than after, in the order
 // they were stored: one page of the ingester's work.
-func (l *Ledger) pendingSourcesAfter(ctx context.Context, after int64, limit int) ([]sourceRow, error) {
+func (l *Ledger) PendingSourcesAfter(ctx context.Context, after int64, limit int) ([]SourceRow, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as
 		FROM sources WHERE result = '' AND id > ? ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []sourceRow
+	var out []SourceRow
 	for rows.Next() {
-		var s sourceRow
+		var s SourceRow
 		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs); err != nil {
 			return nil, err
 		}
@@ -278,16 +283,16 @@ func (l *Ledger) pendingSourcesAfter(ctx context.Context, after int64, limit int
 	return out, rows.Err()
 }
 
-func (l *Ledger) source(ctx context.Context, id int64) (sourceRow, error) {
-	var s sourceRow
+func (l *Ledger) Source(ctx context.Context, id int64) (SourceRow, error) {
+	var s SourceRow
 	err := l.db.QueryRowContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as FROM sources WHERE id = ?`, id).
 		Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs)
 	return s, err
 }
 
-// knownHandoffs returns which of the given content hashes already have a
+// KnownHandoffs returns which of the given content hashes already have a
 // result: one query for a whole batch.
-func (l *Ledger) knownHandoffs(ctx context.Context, shas []string) (map[string]bool, error) {
+func (l *Ledger) KnownHandoffs(ctx context.Context, shas []string) (map[string]bool, error) {
 	known := map[string]bool{}
 	if len(shas) == 0 {
 		return known, nil
@@ -312,29 +317,29 @@ func (l *Ledger) knownHandoffs(ctx context.Context, shas []string) (map[string]b
 	return known, rows.Err()
 }
 
-// outcome is what the ingester decided for one source.
-type outcome struct {
+// Outcome is what the ingester decided for one source.
+type Outcome struct {
 	Result, Reason, Action, Target, Before, After string
 }
 
-// finished is one source's result, ready to be recorded.
-type finished struct {
-	src    sourceRow
-	o      outcome
-	planID int64
+// Finished is one source's result, ready to be recorded.
+type Finished struct {
+	Src    SourceRow
+	O      Outcome
+	PlanID int64 // the plan marked done or abandoned with it, or 0
 }
 
-// finish records a source's result and, unless it is a copy of content
-// already ingested (see outcome.ownResult), the handoff's, in one
+// Finish records a source's result and, unless it is a copy of content
+// already ingested (see Outcome.OwnResult), the handoff's, in one
 // transaction. planID, when not zero, is marked done or
 // abandoned in the same transaction.
-func (l *Ledger) finish(ctx context.Context, runID string, src sourceRow, o outcome, planID int64) error {
-	return l.finishAll(ctx, runID, []finished{{src, o, planID}})
+func (l *Ledger) Finish(ctx context.Context, runID string, src SourceRow, o Outcome, planID int64) error {
+	return l.FinishAll(ctx, runID, []Finished{{src, o, planID}})
 }
 
-// finishAll records many results as finish does, all in one transaction:
+// FinishAll records many results as Finish does, all in one transaction:
 // a batch's bookkeeping costs one commit.
-func (l *Ledger) finishAll(ctx context.Context, runID string, fs []finished) error {
+func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) error {
 	if len(fs) == 0 {
 		return nil
 	}
@@ -351,11 +356,11 @@ func (l *Ledger) finishAll(ctx context.Context, runID string, fs []finished) err
 	var hoStmt, planStmt *sql.Stmt
 	at := now()
 	for _, f := range fs {
-		o := f.o
-		if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.src.ID); err != nil {
+		o := f.O
+		if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
 			return err
 		}
-		if o.ownResult() {
+		if o.OwnResult() {
 			if hoStmt == nil {
 				if hoStmt, err = tx.PrepareContext(ctx, `INSERT INTO handoffs
 					(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
@@ -364,11 +369,11 @@ func (l *Ledger) finishAll(ctx context.Context, runID string, fs []finished) err
 				}
 				defer hoStmt.Close()
 			}
-			if _, err := hoStmt.ExecContext(ctx, f.src.SHA256, f.src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at); err != nil {
+			if _, err := hoStmt.ExecContext(ctx, f.Src.SHA256, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at); err != nil {
 				return err
 			}
 		}
-		if f.planID != 0 {
+		if f.PlanID != 0 {
 			if planStmt == nil {
 				if planStmt, err = tx.PrepareContext(ctx, `UPDATE plans SET state = ? WHERE id = ?`); err != nil {
 					return err
@@ -376,10 +381,10 @@ func (l *Ledger) finishAll(ctx context.Context, runID string, fs []finished) err
 				defer planStmt.Close()
 			}
 			state := planDone
-			if o.Result == ResultReview {
+			if o.Result == receipts.ResultReview {
 				state = planAbandoned
 			}
-			if _, err := planStmt.ExecContext(ctx, state, f.planID); err != nil {
+			if _, err := planStmt.ExecContext(ctx, state, f.PlanID); err != nil {
 				return err
 			}
 		}
@@ -387,8 +392,9 @@ func (l *Ledger) finishAll(ctx context.Context, runID string, fs []finished) err
 	return tx.Commit()
 }
 
-// plan is a change the ingester has decided to make to one target.
-type plan struct {
+// Plan is a change the ingester has decided to make to one target, as the
+// ledger keeps it.
+type Plan struct {
 	ID       int64
 	SHA256   string
 	SourceID int64
@@ -400,14 +406,10 @@ type plan struct {
 	Content  []byte // card: the whole file; document: the text appended
 	Backup   string
 	Replans  int
-
-	// What the planner read and computed; never stored.
-	cur  []byte // the target's content the plan was made on (nil when absent)
-	next []byte // the target's content once the plan is applied
 }
 
-// insertPlans records plans in one transaction and sets their ids.
-func (l *Ledger) insertPlans(ctx context.Context, runID string, ps []*plan) error {
+// InsertPlans records plans in one transaction and sets their ids.
+func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -439,22 +441,22 @@ func (l *Ledger) insertPlans(ctx context.Context, runID string, ps []*plan) erro
 	return nil
 }
 
-func (l *Ledger) updatePlan(ctx context.Context, p *plan) error {
+func (l *Ledger) UpdatePlan(ctx context.Context, p *Plan) error {
 	_, err := l.db.ExecContext(ctx, `UPDATE plans SET before_sha256 = ?, after_sha256 = ?, backup = ?, replans = ? WHERE id = ?`,
 		p.Before, p.After, p.Backup, p.Replans, p.ID)
 	return err
 }
 
-func (l *Ledger) interruptedPlans(ctx context.Context) ([]*plan, error) {
+func (l *Ledger) OpenPlans(ctx context.Context) ([]*Plan, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, backup, replans
 		FROM plans WHERE state = ? ORDER BY id`, planPlanned)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*plan
+	var out []*Plan
 	for rows.Next() {
-		p := &plan{}
+		p := &Plan{}
 		if err := rows.Scan(&p.ID, &p.SHA256, &p.SourceID, &p.Kind, &p.Action, &p.Target, &p.Before, &p.After, &p.Content, &p.Backup, &p.Replans); err != nil {
 			return nil, err
 		}
@@ -483,9 +485,17 @@ func (l *Ledger) StartRun(ctx context.Context, runID, mode string) error {
 	return err
 }
 
-// FinishRun records a run's outcome and receipt path.
-func (l *Ledger) FinishRun(ctx context.Context, runID, outcome, status, receipt string) error {
-	_, err := l.db.ExecContext(ctx, `UPDATE runs SET finished_at = ?, outcome = ?, status = ?, receipt = ? WHERE run_id = ?`,
-		now(), outcome, status, receipt, runID)
+// FinishRun records a run's Outcome and receipt path.
+func (l *Ledger) FinishRun(ctx context.Context, runID, Outcome, status, receipt string) error {
+	_, err := l.db.ExecContext(ctx, `UPDATE runs SET finished_at = ?, Outcome = ?, status = ?, receipt = ? WHERE run_id = ?`,
+		now(), Outcome, status, receipt, runID)
 	return err
+}
+
+// OwnResult reports whether o is the result of its content itself, which
+// the ledger keeps by hash so that later copies of the same bytes are
+// duplicates of it. Every outcome is, but that of such a copy: a duplicate
+// without a reason.
+func (o Outcome) OwnResult() bool {
+	return o.Result != receipts.ResultDuplicate || o.Reason != ""
 }

@@ -1,4 +1,4 @@
-package ingest
+package ledger
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 func qSum(s string) string {
@@ -60,7 +61,7 @@ func qLedger(t *testing.T) (string, map[string]claim.Source) {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := OpenLedger(path)
+	l, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,23 +85,23 @@ func qLedger(t *testing.T) (string, map[string]claim.Source) {
 	if err := l.MarkArchived(ctx, []claim.Source{srcs["a.md"], srcs["b.md"], srcs["c.md"]}); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := l.pendingSources(ctx)
+	pending, err := l.PendingSources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, row := range pending {
-		var o outcome
+		var o Outcome
 		switch row.Name {
 		case "a.md":
-			o = outcome{Result: ResultPromoted, Action: "create-card", Target: "memory/cards/a.md", After: qSum("card")}
+			o = Outcome{Result: receipts.ResultPromoted, Action: "create-card", Target: "memory/cards/a.md", After: qSum("card")}
 		case "b.md":
-			o = outcome{Result: ResultDuplicate}
+			o = Outcome{Result: receipts.ResultDuplicate}
 		case "c.md":
-			o = outcome{Result: ResultReview, Reason: "hash-conflict", Target: layout.ReviewDir + "/c." + row.SHA256[:12] + ".md"}
+			o = Outcome{Result: receipts.ResultReview, Reason: "hash-conflict", Target: layout.ReviewDir + "/c." + row.SHA256[:12] + ".md"}
 		default:
 			continue
 		}
-		if err := l.finish(ctx, "run-2", row, o, 0); err != nil {
+		if err := l.Finish(ctx, "run-2", row, o, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +124,7 @@ func qNames(rs []SourceRecord) []string {
 // the sources it should, and each carries what became of its content.
 func TestFindSources(t *testing.T) {
 	path, srcs := qLedger(t)
-	v, err := OpenLedgerReadOnly(path, true)
+	v, err := OpenReadOnly(path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +165,12 @@ func TestFindSources(t *testing.T) {
 		t.Fatalf("b.md: %d matches", len(got))
 	}
 	b := got[0]
-	if b.Result != ResultDuplicate || b.Content == nil || b.Content.Name != "a.md" || b.Content.Host != "laptop" ||
-		b.Content.Result != ResultPromoted || b.Content.Target != "memory/cards/a.md" || b.IngestRun != "run-2" || b.StoredRun != "run-1" {
+	if b.Result != receipts.ResultDuplicate || b.Content == nil || b.Content.Name != "a.md" || b.Content.Host != "laptop" ||
+		b.Content.Result != receipts.ResultPromoted || b.Content.Target != "memory/cards/a.md" || b.IngestRun != "run-2" || b.StoredRun != "run-1" {
 		t.Errorf("duplicate b.md: %+v content %+v", b, b.Content)
 	}
 	got, _ = v.FindSources(ctx, "c.md")
-	if c := got[0]; c.Result != ResultReview || c.Reason != "hash-conflict" || c.Content.SourceID != c.ID || !c.Archived || c.StoredAt.IsZero() {
+	if c := got[0]; c.Result != receipts.ResultReview || c.Reason != "hash-conflict" || c.Content.SourceID != c.ID || !c.Archived || c.StoredAt.IsZero() {
 		t.Errorf("review c.md: %+v content %+v", c, c.Content)
 	}
 	got, _ = v.FindSources(ctx, "d.md")
@@ -192,7 +193,7 @@ func TestFindSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tot.Sources != 4 || tot.Pending != 1 || tot.Rejected != 1 || tot.Results[ResultPromoted] != 1 || tot.Results[ResultReview] != 1 || tot.Results[ResultDuplicate] != 0 {
+	if tot.Sources != 4 || tot.Pending != 1 || tot.Rejected != 1 || tot.Results[receipts.ResultPromoted] != 1 || tot.Results[receipts.ResultReview] != 1 || tot.Results[receipts.ResultDuplicate] != 0 {
 		t.Errorf("totals %+v", tot)
 	}
 }
@@ -205,10 +206,10 @@ func TestOpenLedgerReadOnlyWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "ledger.db")
-	if _, err := OpenLedgerReadOnly(missing, true); !errors.Is(err, ErrNoLedger) {
+	if _, err := OpenReadOnly(missing, true); !errors.Is(err, ErrNoLedger) {
 		t.Fatalf("missing ledger: %v, want ErrNoLedger", err)
 	}
-	if _, err := OpenLedgerReadOnly(missing, false); !errors.Is(err, ErrNoLedger) {
+	if _, err := OpenReadOnly(missing, false); !errors.Is(err, ErrNoLedger) {
 		t.Fatalf("missing ledger (live): %v, want ErrNoLedger", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
@@ -220,7 +221,7 @@ func TestOpenLedgerReadOnlyWritesNothing(t *testing.T) {
 	if _, ok := before["ledger.db-wal"]; ok {
 		t.Fatal("fixture: a closed ledger left its log")
 	}
-	v, err := OpenLedgerReadOnly(path, true)
+	v, err := OpenReadOnly(path, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestOpenLedgerReadOnlyWritesNothing(t *testing.T) {
 
 	// A writer that has not closed stands in for a crashed run: its log
 	// holds a committed source the main file lacks.
-	w, err := OpenLedger(path)
+	w, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestOpenLedgerReadOnlyWritesNothing(t *testing.T) {
 		t.Fatal("fixture: no -wal while a writer is open")
 	}
 	for _, idle := range []bool{true, false} {
-		v, err = OpenLedgerReadOnly(path, idle)
+		v, err = OpenReadOnly(path, idle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +273,7 @@ func TestOpenLedgerReadOnlyWritesNothing(t *testing.T) {
 // refused, not misread.
 func TestOpenLedgerReadOnlyNewerSchema(t *testing.T) {
 	path, _ := qLedger(t)
-	l, err := OpenLedger(path)
+	l, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestOpenLedgerReadOnlyNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	if _, err := OpenLedgerReadOnly(path, true); err == nil || !strings.Contains(err.Error(), "newer than this handoff") {
+	if _, err := OpenReadOnly(path, true); err == nil || !strings.Contains(err.Error(), "newer than this handoff") {
 		t.Fatalf("newer schema: %v", err)
 	}
 }

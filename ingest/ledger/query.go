@@ -1,4 +1,4 @@
-package ingest
+package ledger
 
 import (
 	"context"
@@ -10,15 +10,19 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // ErrNoLedger means the workspace has no ledger file: no run has stored
 // anything there yet.
 var ErrNoLedger = errors.New("no ledger")
 
-// LedgerView is the ledger opened for reading only, for `handoff doctor`
+// View is the ledger opened for reading only, for `handoff doctor`
 // and `handoff where`. It offers no way to write.
 //
 // Guarantees: opening a view never creates, migrates or changes the
@@ -30,15 +34,15 @@ var ErrNoLedger = errors.New("no ledger")
 // lock) the view reads the live files through SQLite's WAL protocol and sees
 // one consistent snapshot; SQLite then shares the -wal and -shm files the
 // run has open.
-type LedgerView struct {
+type View struct {
 	l       *Ledger
 	cleanup func()
 }
 
-// OpenLedgerReadOnly opens the ledger at path read-only; see LedgerView. A
+// OpenReadOnly opens the ledger at path read-only; see View. A
 // missing file is ErrNoLedger (wrapped); it is never created. A ledger whose
 // schema this handoff does not know is an error.
-func OpenLedgerReadOnly(path string, idle bool) (*LedgerView, error) {
+func OpenReadOnly(path string, idle bool) (*View, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("ledger %s: %w", path, ErrNoLedger)
@@ -49,7 +53,7 @@ func OpenLedgerReadOnly(path string, idle bool) (*LedgerView, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("ledger %s: not a regular file", path)
 	}
-	v := &LedgerView{cleanup: func() {}}
+	v := &View{cleanup: func() {}}
 	var dsn string
 	_, walErr := os.Lstat(path + "-wal")
 	switch {
@@ -74,7 +78,7 @@ func OpenLedgerReadOnly(path string, idle bool) (*LedgerView, error) {
 		}
 		v.cleanup = func() { os.RemoveAll(tmp) }
 		copied := filepath.Join(tmp, "ledger.db")
-		if err := CopyLedger(path, copied); err != nil {
+		if err := Copy(path, copied); err != nil {
 			v.cleanup()
 			return nil, err
 		}
@@ -99,10 +103,10 @@ func fileURI(path string, q url.Values) string {
 	return u.String()
 }
 
-// CopyLedger copies a ledger and its write-ahead log (if any) to dst, a
+// Copy copies a ledger and its write-ahead log (if any) to dst, a
 // path that must not exist yet, so that a reader can work on a private
 // copy. A ledger that does not exist copies as nothing.
-func CopyLedger(src, dst string) error {
+func Copy(src, dst string) error {
 	for _, suffix := range []string{"", "-wal"} {
 		if err := copyPlain(src+suffix, dst+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("ledger: copy %s: %w", src+suffix, err)
@@ -131,7 +135,7 @@ func copyPlain(src, dst string) error {
 	return out.Close()
 }
 
-func (v *LedgerView) checkVersion() error {
+func (v *View) checkVersion() error {
 	var version int
 	if err := v.l.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 		return err
@@ -146,17 +150,17 @@ func (v *LedgerView) checkVersion() error {
 }
 
 // Close closes the view and removes its private copy, if any.
-func (v *LedgerView) Close() error {
+func (v *View) Close() error {
 	err := v.l.Close()
 	v.cleanup()
 	return err
 }
 
 // IntegrityCheck runs PRAGMA integrity_check; nil means "ok".
-func (v *LedgerView) IntegrityCheck(ctx context.Context) error { return v.l.IntegrityCheck(ctx) }
+func (v *View) IntegrityCheck(ctx context.Context) error { return v.l.IntegrityCheck(ctx) }
 
 // InterruptedPlans counts plans a run started and did not finish.
-func (v *LedgerView) InterruptedPlans(ctx context.Context) (int, error) {
+func (v *View) InterruptedPlans(ctx context.Context) (int, error) {
 	return v.l.InterruptedPlans(ctx)
 }
 
@@ -169,7 +173,7 @@ type Totals struct {
 }
 
 // Totals counts sources, pending sources, handoffs by result and rejects.
-func (v *LedgerView) Totals(ctx context.Context) (Totals, error) {
+func (v *View) Totals(ctx context.Context) (Totals, error) {
 	t := Totals{Results: map[string]int{}}
 	db := v.l.db
 	if err := db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(result = ''), 0) FROM sources`).Scan(&t.Sources, &t.Pending); err != nil {
@@ -279,7 +283,7 @@ func nameConds(q string) (string, []any) {
 
 // FindSources returns the stored sources that q names (see nameConds) or
 // whose SHA-256 starts with q (IsSHAPrefix), oldest first.
-func (v *LedgerView) FindSources(ctx context.Context, q string) ([]SourceRecord, error) {
+func (v *View) FindSources(ctx context.Context, q string) ([]SourceRecord, error) {
 	where, args := nameConds(q)
 	if IsSHAPrefix(q) {
 		// A range on the indexed column: every hash with this prefix.
@@ -334,7 +338,7 @@ func (v *LedgerView) FindSources(ctx context.Context, q string) ([]SourceRecord,
 
 // FindRejects returns the rejected files that q names (see nameConds),
 // oldest first.
-func (v *LedgerView) FindRejects(ctx context.Context, q string) ([]RejectRecord, error) {
+func (v *View) FindRejects(ctx context.Context, q string) ([]RejectRecord, error) {
 	where, args := nameConds(q)
 	rows, err := v.l.db.QueryContext(ctx, `SELECT t.id, t.run_id, t.host, t.inbox, t.name, t.size, t.reason, t.archived_as, t.at
 		FROM rejects t WHERE `+where+` ORDER BY t.at, t.id`, args...)
@@ -365,4 +369,87 @@ func parseTime(s string) time.Time {
 		return time.Time{}
 	}
 	return t
+}
+
+// PrunableSpool returns, sorted, the hashes whose spool files may be
+// removed (ingest.PruneSpool): every source of that content has a result,
+// none is malformed, no plan for it is open, and the latest source was
+// ingested before before (from hosts only, when hosts is not empty). Timestamps are compared as times, not as strings (RFC 3339 with
+// trimmed fractions does not sort as text); a timestamp that does not parse
+// keeps the file.
+func (l *Ledger) PrunableSpool(ctx context.Context, before time.Time, hosts []string) ([]string, error) {
+	type agg struct {
+		keep   bool
+		latest time.Time
+	}
+	by := map[string]*agg{}
+	rows, err := l.db.QueryContext(ctx, `SELECT sha256, host, result, ingested_at FROM sources`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	for rows.Next() {
+		var sha, host, result, at string
+		if err := rows.Scan(&sha, &host, &result, &at); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		a := by[sha]
+		if a == nil {
+			a = &agg{}
+			by[sha] = a
+		}
+		t, perr := time.Parse(time.RFC3339Nano, at)
+		switch {
+		case result == "" || result == receipts.ResultMalformed || perr != nil:
+			a.keep = true
+		case len(hosts) > 0 && !slices.Contains(hosts, host):
+			a.keep = true
+		case t.After(a.latest):
+			a.latest = t
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	// A plan still open (a crashed run's) keeps its content, whatever the
+	// sources say.
+	open, err := l.db.QueryContext(ctx, `SELECT sha256 FROM plans WHERE state = ?`, planPlanned)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	for open.Next() {
+		var sha string
+		if err := open.Scan(&sha); err != nil {
+			open.Close()
+			return nil, fmt.Errorf("ledger: %w", err)
+		}
+		if a := by[sha]; a != nil {
+			a.keep = true
+		}
+	}
+	open.Close()
+	if err := open.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	var out []string
+	for sha, a := range by {
+		if !a.keep && a.latest.Before(before) && isSHA256(sha) {
+			out = append(out, sha)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,14 @@
+// Package ledger is the store step's record and the ingester's memory: the
+// SQLite database (pure-Go driver, WAL, synchronous=FULL) holding every
+// stored source, every distinct handoff and its result, every plan and
+// every run, and the read-only queries doctor, where and prune ask.
+//
+// Guarantees:
+//   - A committed transaction survives power loss; a source is recorded
+//     before its remote copy may be archived, and a content's first result
+//     is kept by hash, so a later copy is a duplicate, never applied twice.
+//   - Several processes may write at once (pull workers record sources);
+//     each write waits for the others within a bounded time.
+//   - OpenReadOnly never creates, migrates or writes anything: a missing
+//     ledger is ErrNoLedger, a newer schema an error.
+package ledger
