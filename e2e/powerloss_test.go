@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/ingest"
-
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/fsrecord"
 )

@@ -29,6 +29,7 @@ import (
 
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -157,37 +158,7 @@ func writeManifest(t *testing.T, path, ws string, hosts ...string) {
 // hashTree maps every path under root (relative) to its type and content:
 // the bytes' SHA-256 for files, the target for symlinks. Two equal maps
 // mean the tree was not touched.
-func hashTree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = "symlink " + target
-		case d.IsDir():
-			out[rel] = "dir"
-		default:
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			out[rel] = "file " + sum(string(b))
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+func hashTree(t *testing.T, root string) map[string]string { return testenv.Tree(t, root) }
 
 func assertTreeUnchanged(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
