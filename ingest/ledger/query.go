@@ -372,7 +372,7 @@ func parseTime(s string) time.Time {
 }
 
 // PrunableSpool returns, sorted, the hashes whose spool files may be
-// removed (ingest.PruneSpool): every source of that content has a result,
+// removed (prune.Spool): every source of that content has a result,
 // none is malformed, no plan for it is open, and the latest source was
 // ingested before before (from hosts only, when hosts is not empty). Timestamps are compared as times, not as strings (RFC 3339 with
 // trimmed fractions does not sort as text); a timestamp that does not parse

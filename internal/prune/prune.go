@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
-	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
@@ -38,10 +37,10 @@ type Options struct {
 
 // Report is what Prune removed, or would remove in a dry run.
 type Report struct {
-	DryRun bool              `json:"dry_run"`
-	Cutoff time.Time         `json:"cutoff"`
-	Hosts  []Host            `json:"hosts"`
-	Spool  ingest.SpoolPrune `json:"spool"`
+	DryRun bool        `json:"dry_run"`
+	Cutoff time.Time   `json:"cutoff"`
+	Hosts  []Host      `json:"hosts"`
+	Spool  SpoolResult `json:"spool"`
 }
 
 // Host is one host's part of a prune.
@@ -67,7 +66,7 @@ func (r *Report) Failed() bool {
 // Prune deletes old acknowledged handoffs: on each selected host, the
 // regular files in every inbox's processed/ directory whose modification
 // time is before now-OlderThan; in the workspace, the spool files of
-// handoffs ingested before then (see ingest.PruneSpool). It never touches
+// handoffs ingested before then (see Spool). It never touches
 // malformed/, the inboxes themselves, review drafts, or the ledger's rows,
 // never follows a symlink and never descends below processed/.
 //
@@ -115,7 +114,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			selected = append(selected, h.Name)
 		}
 	}
-	sp, err := pruneSpool(ctx, wsDir, ingest.PruneSpoolOptions{Before: r.Cutoff, Hosts: selected, DryRun: opts.DryRun})
+	sp, err := pruneSpool(ctx, wsDir, SpoolOptions{Before: r.Cutoff, Hosts: selected, DryRun: opts.DryRun})
 	r.Spool = sp
 	if err != nil {
 		return r, fmt.Errorf("prune spool: %w", err)
@@ -127,29 +126,29 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // pruneSpool opens the ledger (a scratch copy in a dry run, so that not even
 // SQLite's side files appear) and prunes the spool. A workspace without a
 // ledger has nothing to prune and gets none.
-func pruneSpool(ctx context.Context, ws string, o ingest.PruneSpoolOptions) (ingest.SpoolPrune, error) {
+func pruneSpool(ctx context.Context, ws string, o SpoolOptions) (SpoolResult, error) {
 	o.Dir = filepath.Join(ws, layout.SpoolDir)
 	ledgerPath := filepath.Join(ws, layout.LedgerFile)
 	if _, err := os.Stat(ledgerPath); errors.Is(err, os.ErrNotExist) {
-		return ingest.SpoolPrune{}, nil
+		return SpoolResult{}, nil
 	}
 	if o.DryRun {
 		tmp, err := os.MkdirTemp("", "handoff-prune-dry-run-")
 		if err != nil {
-			return ingest.SpoolPrune{}, err
+			return SpoolResult{}, err
 		}
 		defer os.RemoveAll(tmp)
 		if err := ledger.Copy(ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
-			return ingest.SpoolPrune{}, fmt.Errorf("dry run: %w", err)
+			return SpoolResult{}, fmt.Errorf("dry run: %w", err)
 		}
 		ledgerPath = filepath.Join(tmp, "ledger.db")
 	}
 	led, err := ledger.Open(ledgerPath)
 	if err != nil {
-		return ingest.SpoolPrune{}, err
+		return SpoolResult{}, err
 	}
 	defer led.Close()
-	return ingest.PruneSpool(ctx, led, o)
+	return Spool(ctx, led, o)
 }
 
 // pruneHost prunes one host under its deadline.

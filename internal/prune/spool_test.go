@@ -1,4 +1,4 @@
-package ingest
+package prune
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // spoolFixture is a ledger and a spool holding one content per case.
@@ -83,26 +84,26 @@ func TestPruneSpool(t *testing.T) {
 	old, young := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
 	cutoff := now.Add(-30 * 24 * time.Hour)
 	f := newSpoolFixture(t)
-	f.source("promoted-old", "laptop", "a.md", ResultPromoted, old)
-	f.source("routed-old", "laptop", "b.md", ResultRouted, old.Add(time.Second))
-	f.source("review-old", "laptop", "c.md", ResultReview, old)
-	f.source("promoted-young", "laptop", "d.md", ResultPromoted, young)
+	f.source("promoted-old", "laptop", "a.md", receipts.ResultPromoted, old)
+	f.source("routed-old", "laptop", "b.md", receipts.ResultRouted, old.Add(time.Second))
+	f.source("review-old", "laptop", "c.md", receipts.ResultReview, old)
+	f.source("promoted-young", "laptop", "d.md", receipts.ResultPromoted, young)
 	f.source("pending", "laptop", "e.md", "", time.Time{})
-	f.source("malformed-old", "laptop", "f.md", ResultMalformed, old)
+	f.source("malformed-old", "laptop", "f.md", receipts.ResultMalformed, old)
 	// The same content twice: one copy applied long ago, one still pending.
-	f.source("half", "laptop", "g.md", ResultPromoted, old)
+	f.source("half", "laptop", "g.md", receipts.ResultPromoted, old)
 	f.source("half", "vps", "g.md", "", time.Time{})
 	// The same content twice, both finished, the duplicate recently.
-	f.source("dup", "laptop", "h.md", ResultPromoted, old)
-	f.source("dup", "vps", "h.md", ResultDuplicate, young)
+	f.source("dup", "laptop", "h.md", receipts.ResultPromoted, old)
+	f.source("dup", "vps", "h.md", receipts.ResultDuplicate, young)
 	// Finished long ago but a plan for it is still open (a crashed run).
-	f.source("open-plan", "laptop", "i.md", ResultPromoted, old)
+	f.source("open-plan", "laptop", "i.md", receipts.ResultPromoted, old)
 	if _, err := f.led.DB().Exec(`INSERT INTO plans (sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
 		SELECT sha256, id, 'card', 'create-card', 'memory/cards/x.md', '', '', x'', 'planned', 'run-1', '' FROM sources WHERE name = 'i.md'`); err != nil {
 		t.Fatal(err)
 	}
 	// Finished long ago, but its spool file is a symlink: left alone.
-	f.source("symlink", "laptop", "j.md", ResultRouted, old)
+	f.source("symlink", "laptop", "j.md", receipts.ResultRouted, old)
 	sp := filepath.Join(f.dir, spool.Name(f.shas["symlink"]))
 	os.Remove(sp)
 	target := filepath.Join(t.TempDir(), "target.md")
@@ -126,8 +127,8 @@ func TestPruneSpool(t *testing.T) {
 	kept := []string{"promoted-young", "pending", "malformed-old", "half", "dup", "open-plan", "symlink"}
 
 	ctx := context.Background()
-	opts := PruneSpoolOptions{Dir: f.dir, Before: cutoff, DryRun: true}
-	got, err := PruneSpool(ctx, f.led, opts)
+	opts := SpoolOptions{Dir: f.dir, Before: cutoff, DryRun: true}
+	got, err := Spool(ctx, f.led, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestPruneSpool(t *testing.T) {
 	}
 
 	opts.DryRun = false
-	got, err = PruneSpool(ctx, f.led, opts)
+	got, err = Spool(ctx, f.led, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestPruneSpool(t *testing.T) {
 	}
 
 	// Again: nothing left to do.
-	got, err = PruneSpool(ctx, f.led, opts)
+	got, err = Spool(ctx, f.led, opts)
 	if err != nil || got.Files != 0 {
 		t.Fatalf("second prune: %+v, %v; want nothing", got, err)
 	}
@@ -180,11 +181,11 @@ func TestPruneSpool(t *testing.T) {
 func TestPruneSpoolHosts(t *testing.T) {
 	old := time.Now().Add(-48 * time.Hour)
 	f := newSpoolFixture(t)
-	f.source("laptop-only", "laptop", "a.md", ResultPromoted, old)
-	f.source("vps-only", "vps", "b.md", ResultPromoted, old)
-	f.source("both", "laptop", "c.md", ResultPromoted, old)
-	f.source("both", "vps", "c.md", ResultDuplicate, old)
-	got, err := PruneSpool(context.Background(), f.led, PruneSpoolOptions{Dir: f.dir, Before: time.Now().Add(-time.Hour), Hosts: []string{"laptop"}})
+	f.source("laptop-only", "laptop", "a.md", receipts.ResultPromoted, old)
+	f.source("vps-only", "vps", "b.md", receipts.ResultPromoted, old)
+	f.source("both", "laptop", "c.md", receipts.ResultPromoted, old)
+	f.source("both", "vps", "c.md", receipts.ResultDuplicate, old)
+	got, err := Spool(context.Background(), f.led, SpoolOptions{Dir: f.dir, Before: time.Now().Add(-time.Hour), Hosts: []string{"laptop"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,9 +208,9 @@ func TestPruneSpoolHosts(t *testing.T) {
 // and creates nothing.
 func TestPruneSpoolNoSpool(t *testing.T) {
 	f := newSpoolFixture(t)
-	f.source("x", "laptop", "a.md", ResultPromoted, time.Now().Add(-48*time.Hour))
+	f.source("x", "laptop", "a.md", receipts.ResultPromoted, time.Now().Add(-48*time.Hour))
 	os.RemoveAll(f.dir)
-	got, err := PruneSpool(context.Background(), f.led, PruneSpoolOptions{Dir: f.dir, Before: time.Now()})
+	got, err := Spool(context.Background(), f.led, SpoolOptions{Dir: f.dir, Before: time.Now()})
 	if err != nil || got.Files != 0 {
 		t.Fatalf("%+v, %v", got, err)
 	}

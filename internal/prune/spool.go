@@ -1,4 +1,4 @@
-package ingest
+package prune
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 	"github.com/handoff-sync/handoff/internal/durable"
 )
 
-// SpoolPrune says what PruneSpool removed, or would remove in a dry run.
-type SpoolPrune struct {
+// SpoolResult says what PruneSpool removed, or would remove in a dry run.
+type SpoolResult struct {
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
 }
 
-// PruneSpoolOptions select the spool files PruneSpool removes.
-type PruneSpoolOptions struct {
+// SpoolOptions select the spool files PruneSpool removes.
+type SpoolOptions struct {
 	// Dir is the spool directory (<workspace>/.handoff/spool).
 	Dir string
 	// Before: a handoff whose latest source was ingested at or after this
@@ -45,8 +45,8 @@ type PruneSpoolOptions struct {
 // else in the spool (temporary files, names the ledger does not know,
 // symlinks, directories) is left alone. The caller holds the workspace
 // lock, so no run is storing or ingesting meanwhile.
-func PruneSpool(ctx context.Context, l *ledger.Ledger, opts PruneSpoolOptions) (SpoolPrune, error) {
-	var res SpoolPrune
+func Spool(ctx context.Context, l *ledger.Ledger, opts SpoolOptions) (SpoolResult, error) {
+	var res SpoolResult
 	shas, err := l.PrunableSpool(ctx, opts.Before, opts.Hosts)
 	if err != nil || len(shas) == 0 {
 		return res, err
