@@ -162,19 +162,7 @@ func hashTree(t *testing.T, root string) map[string]string { return testenv.Tree
 
 func assertTreeUnchanged(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
-	if maps.Equal(before, after) {
-		return
-	}
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s: %s was %q, now %q", what, k, v, after[k])
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("%s: %s appeared (%s)", what, k, v)
-		}
-	}
+	testenv.SameTree(t, what, before, after)
 }
 
 func sha12(s string) string {
