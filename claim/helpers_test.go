@@ -17,6 +17,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
+	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/transport"
 )
 
@@ -49,14 +50,7 @@ func fixture(t *testing.T, name string) []byte {
 
 // tempRoot is t.TempDir with every symlink resolved, so that paths the code
 // reports compare equal to the ones the test builds.
-func tempRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+func tempRoot(t *testing.T) string { return testenv.RealTempDir(t) }
 
 // build creates entries below root. Each spec is a slash-separated path
 // relative to root:
@@ -156,16 +150,7 @@ func snapshot(t *testing.T, root string) map[string]string {
 
 func assertSameTree(t *testing.T, what string, before, after map[string]string) {
 	t.Helper()
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s: %q changed: was %q, now %q", what, k, v, after[k])
-		}
-	}
-	for k, v := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("%s: %q appeared (%q)", what, k, v)
-		}
-	}
+	testenv.SameTree(t, what, before, after)
 }
 
 // fakeRecorder is an in-memory ledger. It keeps every call in one event log

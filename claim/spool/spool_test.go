@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/testenv"
 )
 
 // tempRoot is a temporary directory by its real path.
@@ -27,14 +28,7 @@ func fixture(t *testing.T, name string) []byte {
 	return data
 }
 
-func tempRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+func tempRoot(t *testing.T) string { return testenv.RealTempDir(t) }
 
 func spoolNames(t *testing.T, dir string) []string {
 	t.Helper()

@@ -46,6 +46,17 @@ func Card(name, body string) string {
 		"Target card", name, "Suggested card content", "---\ntopic: x\ncategory: c\ntags: [a]\n---\n"+body)
 }
 
+// RealTempDir is t.TempDir with every symlink resolved, so that paths the
+// code under test reports compare equal to the ones the test builds.
+func RealTempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // Sum is the hex SHA-256 of s.
 func Sum(s string) string {
 	h := sha256.Sum256([]byte(s))
