@@ -115,7 +115,9 @@ func mdFiles(root *os.Root, dir string) ([]string, error) {
 	var out []string
 	for _, e := range ents {
 		n := e.Name()
-		if e.Type().IsRegular() && strings.HasSuffix(n, ".md") && !oddName(n) && !ours(n) {
+		// Hidden names are never cards or documents; the ingester's own
+		// temporary files are among them.
+		if e.Type().IsRegular() && strings.HasSuffix(n, ".md") && !strings.HasPrefix(n, ".") && !oddName(n) {
 			out = append(out, path.Join(dir, n))
 		}
 	}
