@@ -126,8 +126,8 @@ type VFS struct {
 	// posix-rename@openssh.com replace.
 	Writable bool
 	mu       sync.Mutex
-	nodes          map[string]*Node
-	log            []string // requests, "METHOD path"
+	nodes    map[string]*Node
+	log      []string // requests, "METHOD path"
 }
 
 // NewVFS returns a tree holding only "/" and home (and its parents).
