@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
@@ -259,6 +260,7 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 			return res, err
 		}
 		stamp(InfoFile, s)
+		failpoint.Inject("mirror.opened")
 	}
 	if err := p.mkdirs(ctx, lists, sends); err != nil {
 		return res, err
@@ -293,12 +295,14 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		}
 		s.SHA256 = sums.SHA256
 		stamp(sums.Path, s)
+		failpoint.Inject("mirror.sums-written")
 	}
 	for _, rel := range removes {
 		if err := p.fsys.Remove(ctx, path.Join(dir, rel)); err != nil && !errors.Is(err, transport.ErrNotExist) {
 			return res, err
 		}
 		delete(next.Files, rel)
+		failpoint.Inject("mirror.removed")
 	}
 	for _, name := range leftovers {
 		if err := p.fsys.Remove(ctx, name); err != nil && !errors.Is(err, transport.ErrNotExist) {
@@ -480,9 +484,13 @@ func (p *publisher) put(ctx context.Context, rel string, data []byte) (Stamp, er
 	if !synced {
 		p.o.Log.Debug("mirror: the server offers no fsync; written without it", "host", p.o.Host, "file", full)
 	}
+	failpoint.Inject("mirror.tmp-written")
 	err = p.w.Replace(ctx, tmp, full)
 	if errors.Is(err, transport.ErrUnsupported) {
 		err = p.swap(ctx, tmp, full)
+	}
+	if err == nil {
+		failpoint.Inject("mirror.replaced")
 	}
 	if err != nil {
 		if rerr := p.fsys.Remove(ctx, tmp); rerr != nil {
