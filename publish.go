@@ -175,9 +175,9 @@ func (s *workerSession) close() {
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// canonicalName is the canonical host's name for MIRROR.json and the
-// guides.
-func canonicalName() string {
+// CanonicalName is the canonical host's name as MIRROR.json and the
+// writers' guides give it.
+func CanonicalName() string {
 	if h, err := os.Hostname(); err == nil && h != "" {
 		return h
 	}

@@ -340,7 +340,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 // once the run's ingest is done; when ingest failed, the mirrors are left
 // as they are. Hosts with a mirror whose pull failed are skipped.
 func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
-	job := PublishJob{Workspace: wsDir, Canonical: canonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
+	job := PublishJob{Workspace: wsDir, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
 	results := make([]*mirror.Result, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		sess := sessions[i]

@@ -14,3 +14,7 @@ func Types() []string { return slices.Sorted(maps.Keys(handoffTypes)) }
 func Documents() []string {
 	return append(slices.Sorted(maps.Keys(fixedDocuments)), "rules/NAME.md")
 }
+
+// IsCardName reports whether name is a card file name the ingester
+// accepts as a target card.
+func IsCardName(name string) bool { return isCardName(name) }
