@@ -375,6 +375,10 @@ func (s *session) Filecmd(r *sftp.Request) error {
 	return os.ErrPermission
 }
 
+// PosixRename is posix-rename@openssh.com: with Writable it replaces an
+// existing file, as rename(2) does; without, it acts as RENAME.
+func (s *session) PosixRename(r *sftp.Request) error { return s.Filecmd(r) }
+
 // move renames from to to, with its subtree, refusing to replace.
 func (v *VFS) move(from, to string) error {
 	v.mu.Lock()
