@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/skeema/knownhosts"
@@ -356,8 +357,18 @@ func verifyHostKey(cfg Config, db *knownhosts.HostKeyDB, ok *atomic.Bool) ssh.Ho
 }
 
 // connect makes up to maxAttempts attempts. An attempt that fails with
-// stopAt (ScanHostKey's errScanned) ends the loop with that error.
+// stopAt (ScanHostKey's errScanned) ends the loop with that error. A
+// connection the first hop refused every time is a *RefusedError.
 func (r *run) connect(eps []*endpoint, log *slog.Logger, stopAt error) (*ssh.Client, []*ssh.Client, error) {
+	client, jumps, err := r.connectAttempts(eps, log, stopAt)
+	var hk *HostKeyError
+	if err != nil && errors.Is(err, syscall.ECONNREFUSED) && !errors.As(err, &hk) {
+		err = &RefusedError{Host: eps[0].cfg.Alias, Addr: eps[0].cfg.addr(), err: err}
+	}
+	return client, jumps, err
+}
+
+func (r *run) connectAttempts(eps []*endpoint, log *slog.Logger, stopAt error) (*ssh.Client, []*ssh.Client, error) {
 	for attempt := 1; ; attempt++ {
 		client, jumps, err := r.attemptOnce(eps)
 		if err == nil {

@@ -73,6 +73,24 @@ func hostKeyFile(keyType string) string {
 	return "/etc/ssh/ssh_host_*_key.pub"
 }
 
+// RefusedError is a TCP connection refused at every attempt: nothing
+// listens at Addr. It unwraps to the dial error (syscall.ECONNREFUSED).
+type RefusedError struct {
+	Host string // the ssh alias dialled (the first jump host, if any)
+	Addr string // host:port
+	err  error
+}
+
+func (e *RefusedError) Error() string { return e.err.Error() }
+func (e *RefusedError) Unwrap() error { return e.err }
+
+// Hint names the likely cause and the fix.
+func (e *RefusedError) Hint() string {
+	host, port, _ := net.SplitHostPort(e.Addr)
+	return fmt.Sprintf("nothing accepts connections at %s: check that sshd runs on %s and listens on port %s "+
+		"(ssh.port in the manifest, or Port in ~/.ssh/config), then try `ssh -p %s %s`", e.Addr, e.Host, port, port, host)
+}
+
 // IsRetryable reports whether err is a transient connection failure worth
 // another attempt: connection refused or reset, a timeout, or the peer
 // hanging up before authentication. Host key and authentication failures,
