@@ -53,8 +53,8 @@ func (e *HostKeyError) Unwrap() error { return e.err }
 func (e *HostKeyError) Hint() string {
 	if e.Changed {
 		return fmt.Sprintf("the host may have been reinstalled, or someone may be intercepting the connection; "+
-			"check %s with the host's owner, then remove the old line (%s) and run `handoff hosts trust %s`",
-			e.Fingerprint, e.KnownHosts, e.Host)
+			"check %s with the host's owner, then run `handoff hosts trust %s`, which replaces the old key (%s)",
+			e.Fingerprint, e.Host, e.KnownHosts)
 	}
 	return fmt.Sprintf("check that %s is the host's key out of band (on the host: ssh-keygen -lf %s), "+
 		"then run `handoff hosts trust %s`", e.Fingerprint, hostKeyFile(e.KeyType), e.Host)
