@@ -154,6 +154,7 @@ func Run(ctx context.Context, opts Options) *Report {
 		Message: fmt.Sprintf("%s: %d host(s), workspace %s", m.Path, len(m.Hosts), ws)})
 	add(doctorWorkspace(ctx, ws, opts)...)
 	add(doctorTimer(ctx))
+	add(doctorPin()...)
 	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts) {
 		add(cs...)
 	}
