@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path"
 	"slices"
@@ -88,6 +89,7 @@ type puller struct {
 	report      HostReport
 	deferred    map[string]map[string]int // inbox -> reason -> deferrals
 	archiveErrs []error
+	deniedInbox string          // the first inbox an archive failed in for want of permission
 	dirs        map[string]bool // archive directories known to exist
 	absent      map[string]bool // archive directories the inbox's listing did not hold
 	notDirs     map[string]bool // archive names the inbox's listing showed as something else
@@ -194,9 +196,21 @@ func (p *puller) run(ctx context.Context) error {
 		return err
 	}
 	if len(p.archiveErrs) > 0 {
-		return fmt.Errorf("%d file(s) stored but not archived (the next run retries): %w", len(p.archiveErrs), p.archiveErrs[0])
+		err := fmt.Errorf("%d file(s) stored but not archived (the next run retries): %w", len(p.archiveErrs), p.archiveErrs[0])
+		if p.deniedInbox != "" {
+			err = fmt.Errorf("%w\nhint: %s", err, ArchiveDeniedHint(p.deniedInbox))
+		}
+		return err
 	}
 	return nil
+}
+
+// ArchiveDeniedHint is the advice for an inbox the account can read but
+// not archive in (create processed/ or malformed/, rename into them).
+func ArchiveDeniedHint(inbox string) string {
+	return fmt.Sprintf("the account can read %s but may not create or rename entries in it, and each handoff is archived by a rename into %s/ there: "+
+		"give the account write access to the inbox and to its %s/ and %s/ directories (check their owner and mode); "+
+		"what was read is stored and applied, and the next run after the fix archives it", Quote(inbox), ProcessedDir, ProcessedDir, MalformedDir)
 }
 
 // sortItems puts the report's items in discovery order (inbox, then name),
@@ -660,6 +674,9 @@ func (pl *pipeline) archive(batch []claimed) {
 			p.log.Warn("archive failed", "host", p.cfg.Host, "name", Quote(path.Join(c.src.Inbox, c.src.Name)), "err", err)
 			p.mu.Lock()
 			p.archiveErrs = append(p.archiveErrs, err)
+			if p.deniedInbox == "" && errors.Is(err, fs.ErrPermission) {
+				p.deniedInbox = c.src.Inbox
+			}
 			if len(p.report.Unarchived) < MaxItems {
 				p.report.Unarchived = append(p.report.Unarchived, Item{Inbox: c.src.Inbox, Name: c.src.Name, SHA256: c.src.SHA256, Error: clip(err.Error(), maxErrText)})
 			}

@@ -13,10 +13,16 @@
 //     for cron). Relative paths, control characters, and an executable
 //     path that systemd would refuse (one holding a quote or a backslash)
 //     are errors rather than broken units.
-//   - [Install] writes the service before the timer, each durably (temporary
-//     file, fsync, rename, directory fsync), so a crash never leaves a
-//     half-written unit or a timer without its service. [Uninstall] removes
-//     the timer before the service.
+//   - A job with a pin (Job.SHA256) fails closed: the service's
+//     ExecStartPre runs coreutils' sha256sum on the pin file, and the cron
+//     line does the same with the pin in the line, so a binary that was
+//     replaced, changed or removed is never started (see docs/design.md,
+//     "The timer's pin").
+//   - [Install] writes the pin, then the service, then the timer, each
+//     durably (temporary file, fsync, rename, directory fsync), so a crash
+//     never leaves a half-written unit, a service without its pin, or a
+//     timer without its service. [Uninstall] removes the timer, the
+//     service, then the pin.
 //
 // The package only writes files; it never runs systemctl or crontab.
 package timer

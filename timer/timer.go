@@ -1,8 +1,11 @@
 package timer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,11 +15,18 @@ import (
 	"github.com/handoff-sync/handoff/internal/durable"
 )
 
-// Unit file names, in the systemd user unit directory.
+// Unit file names, in the systemd user unit directory. PinName is not a
+// unit: it is the sha256sum check file that pins the binary the service
+// runs, kept beside the units so that install and uninstall keep them
+// together.
 const (
 	ServiceName = "handoff-sync.service"
 	TimerName   = "handoff-sync.timer"
+	PinName     = "handoff-sync.sha256"
 )
+
+// DefaultSHA256Sum is where coreutils installs sha256sum.
+const DefaultSHA256Sum = "/usr/bin/sha256sum"
 
 // DefaultEvery is the interval `handoff timer install` uses by default.
 const DefaultEvery = 30 * time.Minute
@@ -119,6 +129,63 @@ type Job struct {
 	Binary   string // absolute path of the handoff binary
 	Manifest string // absolute path of the writers manifest
 	Every    time.Duration
+
+	// SHA256 pins Binary: the hex SHA-256 that sha256sum checks it
+	// against before the service (or the cron line) starts it, failing
+	// the run when they differ. Empty means no pin.
+	SHA256 string
+	// PinFile is the absolute path of the check file the service reads;
+	// Install sets it to PinName in its directory when empty.
+	PinFile string
+	// SHA256Sum is the absolute path of sha256sum; DefaultSHA256Sum when
+	// empty.
+	SHA256Sum string
+}
+
+// HashFile is the hex SHA-256 of the file at path, for Job.SHA256.
+func HashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// PinLine is the pin in sha256sum's check format: "<hex>  <binary>\n".
+func (j Job) PinLine() (string, error) {
+	if len(j.SHA256) != sha256.Size*2 || strings.Trim(j.SHA256, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("timer: pin %q is not a hex SHA-256", j.SHA256)
+	}
+	if _, err := j.args(); err != nil {
+		return "", err
+	}
+	if strings.Contains(j.Binary, `\`) {
+		return "", fmt.Errorf("timer: cannot pin %q: its path holds a backslash", j.Binary)
+	}
+	return j.SHA256 + "  " + j.Binary + "\n", nil
+}
+
+// ParsePin reads a pin file's text back: the hash and the binary's path.
+func ParsePin(text string) (sha, binary string, err error) {
+	line, _, _ := strings.Cut(text, "\n")
+	sha, binary, ok := strings.Cut(line, "  ")
+	j := Job{Binary: binary, Manifest: "/", SHA256: sha}
+	if _, perr := j.PinLine(); !ok || perr != nil {
+		return "", "", fmt.Errorf("timer: %q is not a pin line (<sha256>  <absolute path>)", line)
+	}
+	return sha, binary, nil
+}
+
+func (j Job) sha256sum() string {
+	if j.SHA256Sum != "" {
+		return j.SHA256Sum
+	}
+	return DefaultSHA256Sum
 }
 
 // args is the command line the job runs.
@@ -144,6 +211,22 @@ func (j Job) Service() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	pre := ""
+	if j.SHA256 != "" {
+		if _, err := j.PinLine(); err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(j.PinFile) {
+			return "", fmt.Errorf("timer: pin file path %q is not absolute", j.PinFile)
+		}
+		check, err := SystemdCommand([]string{j.sha256sum(), "--check", "--strict", "--quiet", j.PinFile})
+		if err != nil {
+			return "", err
+		}
+		pre = `# Fail closed: start only the binary "handoff timer install" pinned. After
+# upgrading handoff, run "handoff timer install" again to pin the new one.
+ExecStartPre=` + check + "\n"
+	}
 	return `# Written by "handoff timer install"; "handoff timer uninstall" removes it.
 [Unit]
 Description=Pull memory handoffs and ingest them (handoff sync)
@@ -151,7 +234,7 @@ Documentation=https://github.com/handoff-sync/handoff
 
 [Service]
 Type=oneshot
-ExecStart=` + cmd + `
+` + pre + `ExecStart=` + cmd + `
 # 75: another run holds the workspace lock; the next tick retries.
 SuccessExitStatus=75
 Nice=10
@@ -192,12 +275,26 @@ func (j Job) CronLine() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	q := make([]string, len(args))
-	for i, a := range args {
-		// cron turns an unescaped % into a newline, whatever the quoting.
-		q[i] = strings.ReplaceAll(ShellQuote(a), "%", `\%`)
+	quote := func(words []string) string {
+		q := make([]string, len(words))
+		for i, a := range words {
+			// cron turns an unescaped % into a newline, whatever the quoting.
+			q[i] = strings.ReplaceAll(ShellQuote(a), "%", `\%`)
+		}
+		return strings.Join(q, " ")
 	}
-	return sched + " " + strings.Join(q, " ") + " >/dev/null 2>&1", nil
+	cmd := quote(args)
+	if j.SHA256 != "" {
+		pin, err := j.PinLine()
+		if err != nil {
+			return "", err
+		}
+		// The pin travels in the line itself: sync runs only if the
+		// binary still hashes to it.
+		cmd = "echo " + quote([]string{strings.TrimSuffix(pin, "\n")}) + " | " +
+			quote([]string{j.sha256sum(), "--check", "--strict", "--quiet"}) + " && " + cmd
+	}
+	return sched + " " + cmd + " >/dev/null 2>&1", nil
 }
 
 // SystemdCommand renders args as a systemd command line (ExecStart): "%"
@@ -267,9 +364,20 @@ func UnitDir() (string, error) {
 	return filepath.Join(home, ".config", "systemd", "user"), nil
 }
 
-// Install writes the service, then the timer, into dir (created if
-// missing), replacing earlier versions. It returns the paths written.
+// Install writes the pin (when j has one), the service, then the timer,
+// into dir (created if missing), replacing earlier versions. It returns
+// the paths written.
 func Install(dir string, j Job) ([]string, error) {
+	var pin string
+	if j.SHA256 != "" {
+		if j.PinFile == "" {
+			j.PinFile = filepath.Join(dir, PinName)
+		}
+		var err error
+		if pin, err = j.PinLine(); err != nil {
+			return nil, err
+		}
+	}
 	svc, err := j.Service()
 	if err != nil {
 		return nil, err
@@ -287,7 +395,15 @@ func Install(dir string, j Job) ([]string, error) {
 	}
 	defer root.Close()
 	var written []string
-	for _, u := range []struct{ name, text string }{{ServiceName, svc}, {TimerName, tmr}} {
+	units := []struct{ name, text string }{{ServiceName, svc}, {TimerName, tmr}}
+	if pin != "" {
+		// The pin first: the service never names a pin that is not there.
+		if j.PinFile != filepath.Join(dir, PinName) {
+			return nil, fmt.Errorf("timer: the pin file must be %s", filepath.Join(dir, PinName))
+		}
+		units = append([]struct{ name, text string }{{PinName, pin}}, units...)
+	}
+	for _, u := range units {
 		if err := durable.WriteFile(root, u.name, []byte(u.text), 0o644); err != nil {
 			return written, fmt.Errorf("timer: %w", err)
 		}
@@ -296,7 +412,7 @@ func Install(dir string, j Job) ([]string, error) {
 	return written, nil
 }
 
-// Uninstall removes the timer, then the service, from dir. Missing files
+// Uninstall removes the timer, then the service, then the pin, from dir. Missing files
 // are not an error. It returns the paths removed.
 func Uninstall(dir string) ([]string, error) {
 	root, err := os.OpenRoot(dir)
@@ -308,7 +424,7 @@ func Uninstall(dir string) ([]string, error) {
 	}
 	defer root.Close()
 	var removed []string
-	for _, name := range []string{TimerName, ServiceName} {
+	for _, name := range []string{TimerName, ServiceName, PinName} {
 		err := root.Remove(name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

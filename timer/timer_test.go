@@ -319,9 +319,16 @@ func TestSystemdVerify(t *testing.T) {
 	if err := os.Symlink(truePath, bin); err != nil {
 		t.Fatal(err)
 	}
-	for _, every := range []time.Duration{time.Minute, 30 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour} {
+	sha, err := timer.HashFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, every := range []time.Duration{time.Minute, 30 * time.Minute, time.Hour, 6 * time.Hour, 24 * time.Hour} {
 		dir := t.TempDir()
 		j := timer.Job{Binary: bin, Manifest: manifest, Every: every}
+		if i%2 == 0 {
+			j.SHA256 = sha // pinned: systemd must accept the ExecStartPre check too
+		}
 		if _, err := timer.Install(dir, j); err != nil {
 			t.Fatal(err)
 		}

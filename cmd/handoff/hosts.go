@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,10 +24,14 @@ func newHostsCmd(g *globals) *cobra.Command {
 	trust := &cobra.Command{
 		Use:   "trust NAME",
 		Short: "Show a host's SSH key fingerprint and, once confirmed, add it to known_hosts",
-		Long: "trust connects to the host, shows the key it presents, and appends it to the\n" +
+		Long: "trust connects to the host, shows the key it presents, and adds it to the\n" +
 			"known_hosts file the manifest names for that host. This is the only way handoff\n" +
 			"ever trusts a new key: a sync never does. Check the fingerprint out of band\n" +
-			"(for example `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host).",
+			"(for example `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the host).\n\n" +
+			"When known_hosts holds another key for the host, the key has changed: trust\n" +
+			"warns, shows the old and new fingerprints, and replaces the old key's line, so\n" +
+			"that the old key is no longer trusted. Other lines stay byte for byte; the file\n" +
+			"is replaced atomically (a temporary file, fsynced, renamed).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := loadManifest(manifestPath)
@@ -47,14 +51,28 @@ func newHostsCmd(g *globals) *cobra.Command {
 			}
 			key, err := sshfs.ScanHostKey(cmd.Context(), cfg)
 			if err != nil {
-				return fmt.Errorf("host %s: %w", h.Name, err)
+				return hintedError(fmt.Errorf("host %s: %w", h.Name, err))
 			}
-			line := sshfs.KnownHostsLine(cfg, key)
-			file := cfg.KnownHostsFiles[0]
-			fmt.Fprintf(g.stdout, "host %s (%s) presents %s key %s\n", h.Name, strings.Fields(line)[0], key.Type(), ssh.FingerprintSHA256(key))
-			if known(file, line) {
-				fmt.Fprintf(g.stdout, "already trusted in %s\n", file)
+			plan, err := sshfs.PlanTrust(cfg, key)
+			if err != nil {
+				return &exitError{code: exitFailed, err: fmt.Errorf("host %s: %w", h.Name, err)}
+			}
+			fp := ssh.FingerprintSHA256(key)
+			fmt.Fprintf(g.stdout, "host %s (%s) presents %s key %s\n", h.Name, strings.Fields(plan.Line)[0], key.Type(), fp)
+			if plan.Trusted {
+				fmt.Fprintf(g.stdout, "already trusted in %s\n", plan.File)
 				return nil
+			}
+			question := fmt.Sprintf("Trust this key and add it to %s? [y/N] ", plan.File)
+			if plan.Changed() {
+				fmt.Fprintf(g.stderr, "handoff: warning: the host key of %s has CHANGED since it was trusted\n", h.Name)
+				for _, o := range plan.Replaced {
+					fmt.Fprintf(g.stderr, "  old: %s %s (%s:%d)\n", o.Type, o.Fingerprint, plan.File, o.Line)
+				}
+				fmt.Fprintf(g.stderr, "  new: %s %s\n", key.Type(), fp)
+				fmt.Fprintf(g.stderr, "hint: the host may have been reinstalled, or someone may be intercepting the connection; "+
+					"confirm %s with the host's owner before trusting it: the old key is then removed\n", fp)
+				question = fmt.Sprintf("Replace the old key with this one in %s? [y/N] ", plan.File)
 			}
 			if !yes {
 				f, isFile := g.stdin.(*os.File)
@@ -62,16 +80,24 @@ func newHostsCmd(g *globals) *cobra.Command {
 					return &exitError{code: exitUsage, err: errors.New("not on a terminal; refusing to trust a key without --yes"),
 						hint: "check the fingerprint with the host's owner, then run again with --yes"}
 				}
-				fmt.Fprintf(g.stdout, "Trust this key and add it to %s? [y/N] ", file)
+				fmt.Fprint(g.stdout, question)
 				answer, _ := bufio.NewReader(g.stdin).ReadString('\n')
 				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 					return &exitError{code: exitFailed, err: errors.New("not trusted; known_hosts unchanged")}
 				}
 			}
-			if err := appendLine(file, line); err != nil {
+			if err := plan.Apply(); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "added to %s\n", file)
+			if plan.Changed() {
+				var lines []string
+				for _, o := range plan.Replaced {
+					lines = append(lines, strconv.Itoa(o.Line))
+				}
+				fmt.Fprintf(g.stdout, "replaced the old key (line %s) in %s\n", strings.Join(lines, ", "), plan.File)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "added to %s\n", plan.File)
 			return nil
 		},
 	}
@@ -81,43 +107,11 @@ func newHostsCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// known reports whether file already holds exactly this line.
-func known(file, line string) bool {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return false
+// hintedError gives err the hint the transport attached to it, if any.
+func hintedError(err error) error {
+	var hinted interface{ Hint() string }
+	if errors.As(err, &hinted) {
+		return &exitError{code: exitFailed, err: err, hint: hinted.Hint()}
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(l) == line {
-			return true
-		}
-	}
-	return false
-}
-
-// appendLine adds line to file (0600, created with its directory if
-// missing) and fsyncs it.
-func appendLine(file, line string) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	prefix := ""
-	if st, err := f.Stat(); err == nil && st.Size() > 0 {
-		if b, err := os.ReadFile(file); err == nil && !strings.HasSuffix(string(b), "\n") {
-			prefix = "\n"
-		}
-	}
-	if _, err := f.WriteString(prefix + line + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }

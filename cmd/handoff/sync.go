@@ -58,6 +58,9 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkKeys(m, c.hosts); err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own binary for pull workers: %w", err)
@@ -119,6 +122,21 @@ func (c *syncCmd) notifier(m *manifest.Manifest) (handoff.Notifier, error) {
 		return nil, &exitError{code: exitUsage, err: err, hint: "use the full ping URL, such as https://hc-ping.com/<uuid>"}
 	}
 	return p, nil
+}
+
+// checkKeys refuses the run, before anything is written or dialled, when a
+// selected host's identity file is readable by group or others. An unknown
+// host name is left to Sync, which reports it.
+func checkKeys(m *manifest.Manifest, names []string) error {
+	hosts, err := setup.Hosts(m, names)
+	if err != nil {
+		return nil
+	}
+	var ke *setup.KeyError
+	if err := setup.CheckKeys(hosts); errors.As(err, &ke) {
+		return &exitError{code: exitUsage, err: ke, hint: ke.Hint()}
+	}
+	return nil
 }
 
 // loadWiring loads the manifest at path (or the default one) and resolves

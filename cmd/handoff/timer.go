@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -52,6 +53,12 @@ systemctl line that enables them. The service runs this handoff binary
 same minutes every hour (or hours every day) and catches up on a missed run
 after boot. Installing again replaces both units.
 
+The binary is pinned: install writes its SHA-256 to handoff-sync.sha256 beside
+the units, and the service checks it with sha256sum before it starts handoff,
+so a replaced binary is refused rather than run (the cron line carries the
+same check). After upgrading handoff, run timer install again; handoff doctor
+reports a pin that no longer matches.
+
 --every takes an interval that divides an hour or a day evenly: ` + timer.Valid + `.
 --print shows the units instead of writing them; --cron prints an equivalent
 crontab line instead (add it with crontab -e).`,
@@ -91,6 +98,12 @@ func (c *timerInstallCmd) run(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return err
 		}
+		job.PinFile = filepath.Join(dir, timer.PinName)
+		pin, err := job.PinLine()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "# %s\n%s", job.PinFile, pin)
 		svc, err := job.Service()
 		if err != nil {
 			return err
@@ -113,6 +126,7 @@ func (c *timerInstallCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "The service runs only %s with SHA-256 %s; after upgrading handoff, run `handoff timer install` again.\n", job.Binary, job.SHA256)
 	fmt.Fprintf(out, "handoff sync will run every %s. To start the timer, run:\n  %s\n", timer.Format(c.every), timer.EnableCommand)
 	fmt.Fprintln(out, "To keep it running while you are logged out: loginctl enable-linger")
 	return nil
@@ -143,13 +157,25 @@ func (c *timerInstallCmd) job() (timer.Job, error) {
 	if strings.Contains(self, string(filepath.Separator)+"go-build") {
 		fmt.Fprintf(c.g.stderr, "handoff: warning: %s is a temporary binary from go run\nhint: install handoff (go install or make build) and run that one's timer install\n", self)
 	}
-	return timer.Job{Binary: self, Manifest: path, Every: c.every}, nil
+	sum, err := exec.LookPath("sha256sum")
+	if err == nil {
+		sum, err = filepath.Abs(sum)
+	}
+	if err != nil {
+		return timer.Job{}, &exitError{code: exitFailed, err: fmt.Errorf("find sha256sum, which checks the pinned binary: %w", err),
+			hint: "install coreutils (sha256sum); the timer refuses to run a binary it cannot check"}
+	}
+	sha, err := timer.HashFile(self)
+	if err != nil {
+		return timer.Job{}, fmt.Errorf("hash the handoff binary to pin it: %w", err)
+	}
+	return timer.Job{Binary: self, Manifest: path, Every: c.every, SHA256: sha, SHA256Sum: sum}, nil
 }
 
 func newTimerUninstallCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "uninstall",
-		Short: "Remove the systemd user service and timer that install wrote",
+		Short: "Remove the systemd user service and timer (and the pin) that install wrote",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := timer.UnitDir()

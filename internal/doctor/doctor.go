@@ -107,10 +107,12 @@ type Report struct {
 // Doctor checks the workspace, the timer and every host, and reports what
 // it found with a hint for each problem.
 //
-// Guarantees: Doctor writes nothing, on the canonical host or on any
-// writer host: it lists and reads, opens the ledger read-only (see
-// ledger.View), and never creates the workspace, the lock file or
-// the ledger. To read the ledger consistently it holds the workspace lock
+// Guarantees: Doctor writes nothing but, in each inbox it lists, the
+// probe that tells whether the account may archive there: an empty
+// directory with a new random dot-name, removed at once (see
+// probeArchive). It lists and reads, opens the ledger
+// read-only (see ledger.View), and never creates the workspace, the lock
+// file or the ledger. To read the ledger consistently it holds the workspace lock
 // shared for a few milliseconds when no run holds it; a sync that starts in
 // that instant exits 75 and the next tick retries.
 func Run(ctx context.Context, opts Options) *Report {
@@ -155,6 +157,7 @@ func Run(ctx context.Context, opts Options) *Report {
 	opts.workspace = ws
 	add(doctorWorkspace(ctx, ws, opts)...)
 	add(doctorTimer(ctx))
+	add(doctorPin()...)
 	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts) {
 		add(cs...)
 	}
@@ -628,6 +631,13 @@ func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 					st.Rejected = append(st.Rejected, claim.Quote(e.Name))
 				}
 			}
+		}
+	}
+	if in.State == claim.StateOK {
+		if err := probeArchive(ctx, fsys, in.Path); err != nil {
+			c.Status = CheckFail
+			probs = append(probs, "the account cannot archive here: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+			hints = append(hints, claim.ArchiveDeniedHint(in.Path))
 		}
 	}
 	msg := fmt.Sprintf("%s: %d pending", label, st.Pending)

@@ -105,12 +105,50 @@ func Dial(ctx context.Context, h manifest.HostConfig, log *slog.Logger) (transpo
 			named.Host = h.Name // the hint names the manifest host, not the ssh alias
 			return nil, fmt.Errorf("%w\nhint: %s", err, named.Hint())
 		}
+		var hinted interface{ Hint() string }
+		if errors.As(err, &hinted) {
+			return nil, fmt.Errorf("%w\nhint: %s", err, hinted.Hint())
+		}
 		if err != nil {
 			return nil, err
 		}
 		return fsys, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", h.Transport)
+}
+
+// KeyError is an identity file CheckKeys refused, with the host whose
+// settings name it.
+type KeyError struct {
+	Host string
+	Err  *sshfs.UnprotectedKeyError
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("host %s: %v", e.Host, e.Err) }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Hint says how to fix it.
+func (e *KeyError) Hint() string { return e.Err.Hint() }
+
+// CheckKeys refuses, before a command connects anywhere or writes
+// anything, an identity file of an SSH host (or of its jump hosts) that
+// group or others may read, as OpenSSH refuses it. Other problems with a
+// host's settings are left to Dial, which fails that host alone.
+func CheckKeys(hosts []manifest.HostConfig) error {
+	for _, h := range hosts {
+		if h.Transport != manifest.TransportSSH {
+			continue
+		}
+		cfg, err := SSHConfig(h)
+		if err != nil {
+			continue
+		}
+		var loose *sshfs.UnprotectedKeyError
+		if err := sshfs.CheckIdentityFiles(cfg); errors.As(err, &loose) {
+			return &KeyError{Host: h.Name, Err: loose}
+		}
+	}
+	return nil
 }
 
 // SSHConfig resolves a manifest host's SSH settings: ~/.ssh/config for the

@@ -123,7 +123,6 @@ func sshdConfig(port int, dir, edPath, ecPath, authKeys string, opts Options) st
 UsePAM no
 StrictModes no
 PermitRootLogin prohibit-password
-PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 AllowAgentForwarding no
@@ -131,10 +130,19 @@ AllowTcpForwarding yes
 X11Forwarding no
 PrintMotd no
 LogLevel VERBOSE
-Subsystem sftp internal-sftp
 `)
+	if opts.ReadOnly {
+		b.WriteString("Subsystem sftp internal-sftp -R\n")
+	} else {
+		b.WriteString("Subsystem sftp internal-sftp\n")
+	}
 	if opts.SFTPOnly {
 		b.WriteString("ForceCommand internal-sftp\n")
+	}
+	if opts.NoPublicKey {
+		b.WriteString("PubkeyAuthentication no\n")
+	} else {
+		b.WriteString("PubkeyAuthentication yes\n")
 	}
 	return b.String()
 }

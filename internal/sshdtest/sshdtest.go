@@ -72,6 +72,13 @@ type Options struct {
 	// Restrict marks the authorized_keys line restrict,command="internal-sftp".
 	// OpenSSH.
 	Restrict bool
+	// NoPublicKey turns public-key logins off (PubkeyAuthentication no), so
+	// that the server offers no method a key-only client can use. OpenSSH.
+	NoPublicKey bool
+	// ReadOnly serves SFTP read-only (internal-sftp -R): every call that
+	// would change the file system is denied, as for an account that can
+	// read its inboxes but not write in them. OpenSSH.
+	ReadOnly bool
 }
 
 // Server is a running test server.

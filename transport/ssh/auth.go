@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -140,10 +142,14 @@ func loadIdentities(cfg Config) ([]identity, error) {
 	}
 	var ids []identity
 	for _, path := range files {
-		pem, err := os.ReadFile(path)
+		pem, err := readPrivateKey(path)
+		var loose *UnprotectedKeyError
 		if err != nil {
-			if !explicit && errors.Is(err, os.ErrNotExist) {
-				continue
+			if !explicit && (errors.Is(err, os.ErrNotExist) || errors.As(err, &loose)) {
+				continue // OpenSSH, too, passes over such a default key
+			}
+			if errors.As(err, &loose) {
+				return nil, err
 			}
 			return nil, fmt.Errorf("ssh: identity file: %w", err)
 		}
@@ -170,6 +176,73 @@ func loadIdentities(cfg Config) ([]identity, error) {
 	return ids, nil
 }
 
+// UnprotectedKeyError is an identity file that its group or others may
+// read or write (mode & 0o077 != 0). OpenSSH refuses such a key
+// ("UNPROTECTED PRIVATE KEY FILE!"), and so does handoff: it is never
+// offered, and Dial fails before it connects.
+type UnprotectedKeyError struct {
+	Path string
+	Mode fs.FileMode // the permission bits found
+}
+
+func (e *UnprotectedKeyError) Error() string {
+	return fmt.Sprintf("ssh: identity file %s is accessible by group or others (mode %04o): refused, as OpenSSH refuses an unprotected private key",
+		e.Path, e.Mode.Perm())
+}
+
+// Hint says how to fix it.
+func (e *UnprotectedKeyError) Hint() string {
+	return fmt.Sprintf("chmod 600 %s (a private key must be readable by its owner alone)", e.Path)
+}
+
+// readPrivateKey reads an identity file, refusing one whose mode lets
+// group or others at it. The mode is that of the open file.
+func readPrivateKey(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, &UnprotectedKeyError{Path: path, Mode: st.Mode().Perm()}
+	}
+	return io.ReadAll(io.LimitReader(f, maxKeyFile))
+}
+
+// maxKeyFile bounds what is read of an identity file; real keys are a few
+// KiB.
+const maxKeyFile = 1 << 20
+
+// CheckIdentityFiles refuses, before anything connects, an identity file
+// of cfg or of its ProxyJump hops that group or others may read (an
+// *UnprotectedKeyError). Files that do not exist are left to Dial.
+func CheckIdentityFiles(cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	hops, err := resolveJumps(cfg)
+	if err != nil {
+		return err
+	}
+	for _, c := range append(hops, cfg) {
+		for _, path := range c.IdentityFiles {
+			st, err := os.Stat(path)
+			if err != nil {
+				continue
+			}
+			if st.Mode().Perm()&0o077 != 0 {
+				return &UnprotectedKeyError{Path: path, Mode: st.Mode().Perm()}
+			}
+		}
+	}
+	return nil
+}
+
 // readPublicKey reads an OpenSSH .pub file; nil if there is none usable.
 func readPublicKey(path string) ssh.PublicKey {
 	b, err := os.ReadFile(path)
@@ -183,13 +256,39 @@ func readPublicKey(path string) ssh.PublicKey {
 	return pub
 }
 
-// authFailure wraps an authentication error from the handshake as ErrAuth,
-// naming the encrypted identity files that could not be offered.
+// AuthError is an authentication the server refused during the
+// handshake. It matches ErrAuth (errors.Is) and is never retried.
+type AuthError struct {
+	msg  string
+	hint string
+}
+
+func (e *AuthError) Error() string { return e.msg }
+func (e *AuthError) Unwrap() error { return ErrAuth }
+
+// Hint names the likely cause and the fix.
+func (e *AuthError) Hint() string { return e.hint }
+
+// authFailure wraps an authentication error from the handshake as an
+// *AuthError, naming the encrypted identity files that could not be
+// offered, or a server that accepts no key at all.
 func authFailure(cfg Config, k *keyring, err error) error {
-	hint := "hint: check that the key is in the remote account's authorized_keys"
-	if len(k.encrypted) > 0 {
-		hint = fmt.Sprintf("hint: identity file %s is encrypted and no ssh-agent holds it; ssh-add it or use an unencrypted key dedicated to handoff",
+	hint := "check that the key is in the remote account's authorized_keys"
+	switch {
+	case len(k.encrypted) > 0:
+		hint = fmt.Sprintf("identity file %s is encrypted and no ssh-agent holds it; ssh-add it or use an unencrypted key dedicated to handoff",
 			strings.Join(k.encrypted, ", "))
+	case offeredNoKeyMethod(err):
+		hint = fmt.Sprintf("%s@%s takes no public-key login (the server offered no method a key can use, so none was tried); "+
+			"handoff logs in with keys only: set PubkeyAuthentication yes for that account in the host's sshd_config "+
+			"(check AuthenticationMethods and Match blocks too), or fix the user name", cfg.User, cfg.HostName)
 	}
-	return fmt.Errorf("ssh: %s (%s@%s): %w: %v; %s", cfg.Alias, cfg.User, cfg.addr(), ErrAuth, err, hint)
+	return &AuthError{msg: fmt.Sprintf("ssh: %s (%s@%s): %v: %v", cfg.Alias, cfg.User, cfg.addr(), ErrAuth, err), hint: hint}
+}
+
+// offeredNoKeyMethod reports that x/crypto gave up after the "none"
+// method alone: the server's list of methods held no publickey, so no key
+// was offered at all.
+func offeredNoKeyMethod(err error) bool {
+	return strings.Contains(err.Error(), "attempted methods [none],")
 }

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/skeema/knownhosts"
@@ -98,11 +100,15 @@ func ScanHostKey(ctx context.Context, cfg Config) (ssh.PublicKey, error) {
 		}
 		eps = append(eps, ep)
 	}
+	algos, err := scanAlgorithms(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var mu sync.Mutex
 	var key ssh.PublicKey
 	eps = append(eps, &endpoint{cfg: cfg, ccfg: &ssh.ClientConfig{
 		User:              cfg.User,
-		HostKeyAlgorithms: unknownHostAlgorithms,
+		HostKeyAlgorithms: algos,
 		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
 			mu.Lock()
 			key = k
@@ -121,6 +127,24 @@ func ScanHostKey(ctx context.Context, cfg Config) (ssh.PublicKey, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	return key, nil
+}
+
+// scanAlgorithms is the order ScanHostKey asks for a host key in: the
+// plain key types known_hosts already holds for the host first, so that
+// a server that still has such a key shows it (and a changed one is seen
+// as changed, not as a new type), then the rest in OpenSSH's preference.
+func scanAlgorithms(cfg Config) ([]string, error) {
+	db, err := loadKnownHosts(cfg.KnownHostsFiles)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range append(db.HostKeyAlgorithms(cfg.addr()), unknownHostAlgorithms...) {
+		if !strings.Contains(a, "-cert-") && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // errScanned ends a ScanHostKey handshake once the key is in hand.
@@ -356,8 +380,18 @@ func verifyHostKey(cfg Config, db *knownhosts.HostKeyDB, ok *atomic.Bool) ssh.Ho
 }
 
 // connect makes up to maxAttempts attempts. An attempt that fails with
-// stopAt (ScanHostKey's errScanned) ends the loop with that error.
+// stopAt (ScanHostKey's errScanned) ends the loop with that error. A
+// connection the first hop refused every time is a *RefusedError.
 func (r *run) connect(eps []*endpoint, log *slog.Logger, stopAt error) (*ssh.Client, []*ssh.Client, error) {
+	client, jumps, err := r.connectAttempts(eps, log, stopAt)
+	var hk *HostKeyError
+	if err != nil && errors.Is(err, syscall.ECONNREFUSED) && !errors.As(err, &hk) {
+		err = &RefusedError{Host: eps[0].cfg.Alias, Addr: eps[0].cfg.addr(), err: err}
+	}
+	return client, jumps, err
+}
+
+func (r *run) connectAttempts(eps []*endpoint, log *slog.Logger, stopAt error) (*ssh.Client, []*ssh.Client, error) {
 	for attempt := 1; ; attempt++ {
 		client, jumps, err := r.attemptOnce(eps)
 		if err == nil {

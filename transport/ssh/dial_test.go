@@ -78,7 +78,7 @@ func TestHostKeyChanged(t *testing.T) {
 	if hk.Fingerprint != ssh.FingerprintSHA256(srv.HostKeys[0]) {
 		t.Errorf("fingerprint %q is not the presented key's", hk.Fingerprint)
 	}
-	if !strings.Contains(err.Error(), "changed") || !strings.Contains(hk.Hint(), "remove the old line") {
+	if !strings.Contains(err.Error(), "changed") || !strings.Contains(hk.Hint(), "which replaces the old key") {
 		t.Errorf("message %q / hint %q do not say what happened and what to do", err, hk.Hint())
 	}
 	if srv.Accepted() != 1 {

@@ -53,8 +53,8 @@ func (e *HostKeyError) Unwrap() error { return e.err }
 func (e *HostKeyError) Hint() string {
 	if e.Changed {
 		return fmt.Sprintf("the host may have been reinstalled, or someone may be intercepting the connection; "+
-			"check %s with the host's owner, then remove the old line (%s) and run `handoff hosts trust %s`",
-			e.Fingerprint, e.KnownHosts, e.Host)
+			"check %s with the host's owner, then run `handoff hosts trust %s`, which replaces the old key (%s)",
+			e.Fingerprint, e.Host, e.KnownHosts)
 	}
 	return fmt.Sprintf("check that %s is the host's key out of band (on the host: ssh-keygen -lf %s), "+
 		"then run `handoff hosts trust %s`", e.Fingerprint, hostKeyFile(e.KeyType), e.Host)
@@ -71,6 +71,24 @@ func hostKeyFile(keyType string) string {
 		return "/etc/ssh/ssh_host_rsa_key.pub"
 	}
 	return "/etc/ssh/ssh_host_*_key.pub"
+}
+
+// RefusedError is a TCP connection refused at every attempt: nothing
+// listens at Addr. It unwraps to the dial error (syscall.ECONNREFUSED).
+type RefusedError struct {
+	Host string // the ssh alias dialled (the first jump host, if any)
+	Addr string // host:port
+	err  error
+}
+
+func (e *RefusedError) Error() string { return e.err.Error() }
+func (e *RefusedError) Unwrap() error { return e.err }
+
+// Hint names the likely cause and the fix.
+func (e *RefusedError) Hint() string {
+	host, port, _ := net.SplitHostPort(e.Addr)
+	return fmt.Sprintf("nothing accepts connections at %s: check that sshd runs on %s and listens on port %s "+
+		"(ssh.port in the manifest, or Port in ~/.ssh/config), then try `ssh -p %s %s`", e.Addr, e.Host, port, port, host)
 }
 
 // IsRetryable reports whether err is a transient connection failure worth

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/handoff-sync/handoff/internal/sshdtest"
+)
+
+// scriptCmds are the commands the CLI scripts may use beyond testscript's.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"sshd":       cmdSSHD,
+	"closedport": cmdClosedPort,
+}
+
+// scriptT is the key of the script's own testing.TB in Env.Values.
+type scriptT struct{}
+
+// cmdSSHD starts a real OpenSSH server on 127.0.0.1 for the rest of the
+// script: sshd NAME [nopubkey] [readonly]. It sets NAME_HOST, NAME_PORT, NAME_USER,
+// NAME_KEY (an identity file the server accepts, mode 0600), NAME_PUB (its
+// public half), NAME_KNOWN_HOSTS (trusting the server's host keys) and
+// NAME_AUTHKEYS (the authorized_keys file, to which a script may add keys).
+// nopubkey turns public-key logins off; readonly serves SFTP read-only. Without sshd the script is
+// skipped, or fails under HANDOFF_E2E_REQUIRED.
+func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: sshd NAME [nopubkey] [readonly]")
+	}
+	opts := sshdtest.Options{}
+	for _, a := range args[1:] {
+		switch a {
+		case "nopubkey":
+			opts.NoPublicKey = true
+		case "readonly":
+			opts.ReadOnly = true
+		default:
+			ts.Fatalf("sshd: unknown option %q", a)
+		}
+	}
+	tb, ok := ts.Value(scriptT{}).(testing.TB)
+	if !ok {
+		ts.Fatalf("sshd: the script's T is not a testing.TB")
+	}
+	srv := sshdtest.StartOpenSSH(tb, opts)
+	name := args[0]
+	for k, v := range map[string]string{
+		"HOST": srv.Host, "PORT": strconv.Itoa(srv.Port), "USER": srv.User,
+		"KEY": srv.IdentityFile, "PUB": srv.IdentityFile + ".pub", "KNOWN_HOSTS": srv.KnownHosts,
+		"AUTHKEYS": filepath.Join(filepath.Dir(srv.IdentityFile), "authorized_keys"),
+	} {
+		ts.Setenv(strings.ToUpper(name)+"_"+k, v)
+	}
+}
+
+// cmdClosedPort sets VAR to a 127.0.0.1 port that nothing listens on: one
+// the kernel just handed out and that was closed again.
+func cmdClosedPort(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: closedport VAR")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ts.Fatalf("closedport: %v", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ts.Setenv(args[0], fmt.Sprint(port))
+}
