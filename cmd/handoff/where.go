@@ -18,6 +18,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/where"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 func init() { commands = append(commands, newWhereCmd) }
@@ -157,6 +158,8 @@ func describeMatch(w io.Writer, m where.Match) {
 			res += " (" + a.Reason + ")"
 		}
 		line("result", "duplicate: the same bytes were ingested from %s:%s: %s", safeText(a.Host), safeText(a.Path), res)
+	case m.Result == receipts.ResultLegacy:
+		line("result", "legacy: found archived in processed/ and recorded as ingested before by `handoff import processed`; never applied by handoff")
 	case m.Result == ingest.ResultReview:
 		line("result", "%s (%s)", m.Result, m.Reason)
 		if why := ingest.Reasons[m.Reason]; why != "" {
