@@ -69,6 +69,7 @@ type Counts struct {
 	Duplicate int `json:"duplicate"`
 	Rejected  int `json:"rejected"`
 	Deferred  int `json:"deferred"`
+	Legacy    int `json:"legacy,omitempty"` // import receipts only
 }
 
 // Host is one host's pull.
@@ -158,6 +159,8 @@ func (r *Receipt) Tally() {
 			r.Counts.Rejected++
 		case ResultDeferred:
 			r.Counts.Deferred++
+		case ResultLegacy:
+			r.Counts.Legacy++
 		}
 	}
 }
