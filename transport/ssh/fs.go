@@ -90,7 +90,8 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 	g := newListGuard()
 	g.handles = newHandleLimit(defaultHandles)
 	gr := newGuardReader(rd, g)
-	c, err := sftp.NewClientPipe(gr, &guardWriter{w: wr, g: g},
+	gw := &guardWriter{w: wr, g: g}
+	c, err := sftp.NewClientPipe(gr, gw,
 		sftp.MaxPacketChecked(readChunk),
 		sftp.UseConcurrentReads(true),
 		sftp.UseConcurrentWrites(false),
@@ -98,6 +99,12 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 	)
 	if err != nil {
 		return nil, err
+	}
+	if isOpenSSHSFTP(c) {
+		// Read ahead in listings (guard.go): nothing has listed yet.
+		g.mu.Lock()
+		g.out = gw
+		g.mu.Unlock()
 	}
 	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, reader: gr, closers: closers, done: make(chan struct{}),
 		closeSem: make(chan struct{}, maxPendingCloses), readRegular: newNameSet(maxReadRegular), handles: g.handles}

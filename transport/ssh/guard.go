@@ -56,7 +56,26 @@ type listGuard struct {
 	// limitsAsked: a limits@openssh.com request with id limitsID is on
 	// its way; its reply is taken out of the stream.
 	limitsAsked bool
+
+	// Read-ahead (see readAhead): out carries the guard's own READDIRs;
+	// aheadIDs maps each one's id to its listing; dropIDs are those whose
+	// listing was closed before the reply came; ready holds replies made
+	// for pkg/sftp's READDIRs, and readySig says there are some.
+	out      *guardWriter // nil: no read-ahead
+	lastID   uint32
+	aheadIDs map[uint32]*listing
+	dropIDs  map[uint32]bool
+	ready    [][]byte
+	readySig chan struct{}
 }
+
+// readAhead is how many READDIRs the guard keeps in flight for a listing.
+// Two, sent as soon as the directory's handle arrives, mean that a
+// directory of up to one reply of entries is listed in two round trips
+// (OPENDIR; both READDIRs) instead of three. Only for OpenSSH's own
+// sftp-server, which answers a session's requests one at a time and in
+// order; others list as before (newFS).
+const readAhead = 2
 
 // limitsID is the request id of the guard's own limits@openssh.com
 // request. pkg/sftp numbers its requests from 1 up, so it never reaches
@@ -84,6 +103,19 @@ type listing struct {
 	dir      *dirBudget
 	seen     uint64 // entries handed to pkg/sftp
 	exceeded bool
+
+	// The read-ahead's state: the guard's READDIRs in flight, in the
+	// order sent; NAME replies not yet asked for; the terminal reply (the
+	// end of the listing or an error) of the earliest READDIR that got
+	// one, held until none is in flight; and pkg/sftp's READDIR ids
+	// waiting for a reply.
+	handle      string
+	inflight    []uint32
+	replies     [][]byte
+	terminal    []byte
+	terminalSeq uint32
+	ended       bool
+	waiting     []uint32
 }
 
 // closedListing stands for a handle the guard does not know (never opened
@@ -104,6 +136,10 @@ func newListGuard() *listGuard {
 		readdirs: make(map[uint32]*listing),
 		swallow:  make(map[uint32]bool),
 		early:    make(chan []byte, maxEarlyCloses),
+		lastID:   limitsID,
+		aheadIDs: make(map[uint32]*listing),
+		dropIDs:  make(map[uint32]bool),
+		readySig: make(chan struct{}, 1),
 	}
 }
 
@@ -205,9 +241,14 @@ func (g *listGuard) sent(body []byte) {
 		}
 		g.readdirs[id] = l
 	case fxpClose:
-		if !ok || g.listings[string(s)] == nil {
+		l := g.listings[string(s)]
+		if !ok || l == nil {
 			return
 		}
+		for _, gid := range l.inflight {
+			g.dropIDs[gid] = true
+		}
+		l.inflight, l.replies, l.waiting = nil, nil, nil
 		delete(g.listings, string(s))
 		// The listing is over: answer for the server, which will close
 		// the handle in the order it was asked (and whose answer the
@@ -295,6 +336,7 @@ const (
 	listed                      // a NAME reply to a listing within budget: mask it
 	refuse                      // replace it with the guard's failure status
 	refuseHandle                // replace it: the server reused an open handle
+	opened                      // a HANDLE reply to a listing's OPENDIR: read ahead
 )
 
 // received looks at a reply (body: type, id, fields) before pkg/sftp
@@ -317,8 +359,8 @@ func (g *listGuard) received(body []byte) (verdict, *dirBudget) {
 			// the first CLOSE would leave the other unguarded.
 			return refuseHandle, nil
 		}
-		g.listings[string(h)] = &listing{dir: d}
-		return pass, nil
+		g.listings[string(h)] = &listing{dir: d, handle: string(h)}
+		return opened, nil
 	}
 	l, ok := g.readdirs[id]
 	if !ok {
@@ -353,20 +395,77 @@ func sshString(b []byte) ([]byte, bool) {
 
 // guardWriter passes pkg/sftp's requests through, showing each one to the
 // guard before it leaves (so that the reply cannot arrive first). pkg/sftp
-// writes one request at a time, in one or more Writes.
+// writes one request at a time, in one or more Writes. A READDIR the
+// read-ahead answers is not passed on; the guard's own READDIRs go out
+// with pkg/sftp's next Write, between its requests (inject).
 type guardWriter struct {
-	w    io.WriteCloser
-	g    *listGuard
+	w io.WriteCloser
+	g *listGuard
+
+	mu   sync.Mutex
 	hdr  [9]byte // length, type, id of the frame being written
 	hdrN int
 	keep bool   // the guard reads this frame's fields: gather it in body
 	body []byte // the frame after its length
 	left uint64 // bytes of the current frame after its header
+	out  []byte // bytes of this Write to pass on
+	err  error  // the first write error: every later write fails with it
+
+	pendMu  sync.Mutex
+	pending []byte // the guard's own frames, waiting for pkg/sftp's next Write
 }
 
 func (w *guardWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, w.err
+	}
+	w.out = w.out[:0]
+	if w.hdrN == 0 {
+		w.out = w.takePending(w.out)
+	}
 	w.observe(p)
-	return w.w.Write(p)
+	if w.hdrN == 0 {
+		w.out = w.takePending(w.out)
+	}
+	if len(w.out) > 0 {
+		if _, err := w.w.Write(w.out); err != nil {
+			w.err = err
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// inject queues frames of the guard's own. They go out with pkg/sftp's
+// next Write, between two of its requests: the reader, which calls this,
+// must never wait on the stream (the server may be waiting for it to read).
+// pkg/sftp always writes again soon after a read-ahead starts or a reply
+// is taken: the READDIR it sends next.
+func (w *guardWriter) inject(frames []byte) {
+	if len(frames) == 0 {
+		return
+	}
+	w.pendMu.Lock()
+	defer w.pendMu.Unlock()
+	w.pending = append(w.pending, frames...)
+}
+
+// takePending appends the queued frames to b, leaving out READDIRs whose
+// listing pkg/sftp has closed meanwhile (they would only earn an error).
+func (w *guardWriter) takePending(b []byte) []byte {
+	w.pendMu.Lock()
+	defer w.pendMu.Unlock()
+	for p := w.pending; len(p) >= 9; {
+		n := 4 + int(binary.BigEndian.Uint32(p[:4]))
+		if !w.g.unsent(binary.BigEndian.Uint32(p[5:9])) {
+			b = append(b, p[:n]...)
+		}
+		p = p[n:]
+	}
+	w.pending = w.pending[:0]
+	return b
 }
 
 func (w *guardWriter) Close() error { return w.w.Close() }
@@ -387,11 +486,13 @@ func (w *guardWriter) observe(p []byte) {
 			}
 			switch w.hdr[4] {
 			case fxpOpendir, fxpReaddir, fxpClose:
-				// Our own requests, small: keep the whole body.
+				// Our own requests, small: keep the whole body, and pass
+				// the frame on once it is whole.
 				w.keep = true
 				w.body = append(w.body[:0], w.hdr[4:]...)
 			default:
 				w.keep = false
+				w.out = append(w.out, w.hdr[:]...)
 			}
 			if w.left == 0 {
 				w.done()
@@ -401,6 +502,8 @@ func (w *guardWriter) observe(p []byte) {
 		n := min(uint64(len(p)), w.left)
 		if w.keep {
 			w.body = append(w.body, p[:n]...)
+		} else {
+			w.out = append(w.out, p[:n]...)
 		}
 		w.left -= n
 		p = p[n:]
@@ -412,12 +515,197 @@ func (w *guardWriter) observe(p []byte) {
 
 // done ends the frame being written.
 func (w *guardWriter) done() {
-	if w.keep {
-		w.g.sent(w.body)
-	} else {
-		w.g.sent(w.hdr[4:])
-	}
 	w.hdrN = 0
+	if !w.keep {
+		w.g.sent(w.hdr[4:])
+		return
+	}
+	if w.body[0] == fxpReaddir && w.g.answerReaddir(w.body) {
+		return // answered from the read-ahead; the server never sees it
+	}
+	w.g.sent(w.body)
+	w.out = append(w.out, w.hdr[:4]...)
+	w.out = append(w.out, w.body...)
+}
+
+// readdirFrame is a READDIR request for handle h.
+func readdirFrame(b []byte, id uint32, h string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(1+4+4+len(h)))
+	b = append(b, fxpReaddir)
+	b = binary.BigEndian.AppendUint32(b, id)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(h)))
+	return append(b, h...)
+}
+
+// aheadLocked registers n more of the guard's READDIRs for l and returns
+// their frames, to be sent (inject) once g.mu is released. Their ids count
+// down from below limitsID; pkg/sftp's count up from 1.
+func (g *listGuard) aheadLocked(l *listing, n int) []byte {
+	var b []byte
+	for range n {
+		g.lastID--
+		id := g.lastID
+		g.aheadIDs[id] = l
+		g.readdirs[id] = l
+		l.inflight = append(l.inflight, id)
+		b = readdirFrame(b, id, l.handle)
+	}
+	return b
+}
+
+// startAhead sends the first READDIRs of the listing whose handle h has
+// just arrived, before pkg/sftp asks for them.
+func (g *listGuard) startAhead(h string) {
+	g.mu.Lock()
+	out, l := g.out, g.listings[h]
+	var frames []byte
+	if out != nil && l != nil {
+		frames = g.aheadLocked(l, readAhead)
+	}
+	g.mu.Unlock()
+	if len(frames) > 0 {
+		out.inject(frames)
+	}
+}
+
+// answerReaddir answers pkg/sftp's READDIR (body: type, id, handle) from
+// the read-ahead: with a reply already here, or with the next one to come.
+// It reports false for a READDIR the read-ahead does not cover, which goes
+// to the server as before.
+func (g *listGuard) answerReaddir(body []byte) bool {
+	id := binary.BigEndian.Uint32(body[1:5])
+	h, ok := sshString(body[5:])
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.listings[string(h)]
+	if !ok || l == nil || len(l.inflight) == 0 && len(l.replies) == 0 && l.terminal == nil {
+		return false
+	}
+	switch {
+	case len(l.replies) > 0:
+		g.readyLocked(l.replies[0], id)
+		l.replies = l.replies[1:]
+	case len(l.inflight) == 0:
+		g.readyLocked(l.terminal, id)
+		l.terminal = nil
+	default:
+		l.waiting = append(l.waiting, id)
+	}
+	return true
+}
+
+// readyLocked queues frame, as the reply to id, for the reader.
+func (g *listGuard) readyLocked(frame []byte, id uint32) {
+	binary.BigEndian.PutUint32(frame[5:9], id)
+	g.ready = append(g.ready, frame)
+	select {
+	case g.readySig <- struct{}{}:
+	default:
+	}
+}
+
+// takeReady returns the next reply queued for pkg/sftp, or nil.
+func (g *listGuard) takeReady() []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.ready) == 0 {
+		return nil
+	}
+	f := g.ready[0]
+	g.ready = g.ready[1:]
+	if len(g.ready) > 0 {
+		select {
+		case g.readySig <- struct{}{}:
+		default:
+		}
+	}
+	return f
+}
+
+// aheadReply takes the server's reply to one of the guard's READDIRs (in
+// r.frame, already judged) out of the stream: it becomes the reply to
+// pkg/sftp's READDIR that waits for it, or waits for that READDIR. A NAME
+// reply sends one more READDIR. The end of the listing (or an error) is
+// held until no READDIR of the listing is in flight, and the earliest
+// one's is kept: a server that answers out of order cannot make a NAME
+// reply come after the end. It reports whether r.frame is to be handed
+// on now.
+func (r *guardReader) aheadReply(id uint32, l *listing, name bool) bool {
+	g := r.g
+	g.mu.Lock()
+	l.inflight = slicesDelete(l.inflight, id)
+	frame := append([]byte(nil), r.frame...)
+	var more []byte
+	handNow := false
+	if name {
+		if len(l.waiting) > 0 {
+			binary.BigEndian.PutUint32(r.frame[5:9], l.waiting[0])
+			l.waiting = l.waiting[1:]
+			handNow = true
+		} else {
+			l.replies = append(l.replies, frame)
+		}
+		if !l.ended && !l.exceeded && g.listings[l.handle] == l {
+			more = g.aheadLocked(l, 1)
+		}
+	} else {
+		l.ended = true
+		if l.terminal == nil || id > l.terminalSeq { // ids count down: larger is earlier
+			l.terminal, l.terminalSeq = frame, id
+		}
+	}
+	if !handNow && len(l.inflight) == 0 && len(l.replies) == 0 && l.terminal != nil && len(l.waiting) > 0 {
+		g.readyLocked(l.terminal, l.waiting[0])
+		l.terminal, l.waiting = nil, l.waiting[1:]
+	}
+	out := g.out
+	g.mu.Unlock()
+	if len(more) > 0 {
+		out.inject(more)
+	}
+	return handNow
+}
+
+func slicesDelete(ids []uint32, id uint32) []uint32 {
+	for i, v := range ids {
+		if v == id {
+			return append(ids[:i], ids[i+1:]...)
+		}
+	}
+	return ids
+}
+
+// unsent reports whether the guard's READDIR id, about to be sent, belongs
+// to a listing already closed, and if so forgets it.
+func (g *listGuard) unsent(id uint32) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.dropIDs[id] {
+		return false
+	}
+	delete(g.dropIDs, id)
+	delete(g.aheadIDs, id)
+	delete(g.readdirs, id)
+	return true
+}
+
+// aheadOf reports whether id is one of the guard's READDIRs and its
+// listing; a READDIR whose listing was closed is forgotten and its reply
+// dropped (drop).
+func (g *listGuard) aheadOf(id uint32) (l *listing, ok, drop bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l, ok = g.aheadIDs[id]
+	if !ok {
+		return nil, false, false
+	}
+	delete(g.aheadIDs, id)
+	if g.dropIDs[id] {
+		delete(g.dropIDs, id)
+		delete(g.readdirs, id)
+		return nil, true, true
+	}
+	return l, true, false
 }
 
 // guardReader hands pkg/sftp the server's replies one whole frame at a
@@ -525,6 +813,12 @@ func (r *guardReader) next() error {
 		case f := <-r.g.early:
 			r.frame, r.off = f, 0
 			return nil
+		case <-r.g.readySig:
+			if f := r.g.takeReady(); f != nil {
+				r.frame, r.off = f, 0
+				return nil
+			}
+			continue
 		case p = <-r.frames:
 		}
 		if p.err != nil {
@@ -549,16 +843,33 @@ func (r *guardReader) judge() bool {
 	if r.g.swallowed(id) || r.g.limitsReply(body) {
 		return false
 	}
+	l, ahead, drop := r.g.aheadOf(id)
+	if drop {
+		return false
+	}
 	switch v, d := r.g.received(body); v {
 	case refuse:
 		r.frame = statusFrame(r.frame[:0], id, fxFailure, r.g.token)
+		if ahead {
+			return r.aheadReply(id, l, false)
+		}
 		return true
 	case refuseHandle:
 		r.frame = statusFrame(r.frame[:0], id, fxFailure, "the server reused an open directory handle")
 		return true
+	case opened:
+		h, _ := sshString(body[5:])
+		r.g.startAhead(string(h))
+		return true
 	case listed:
 		maskSlashes(body, func(masked, orig string) { r.g.noteMasked(d, masked, orig) })
+		if ahead {
+			return r.aheadReply(id, l, true)
+		}
 		return true
+	}
+	if ahead {
+		return r.aheadReply(id, l, false)
 	}
 	switch body[0] {
 	case fxpData:
