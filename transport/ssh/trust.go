@@ -102,7 +102,7 @@ func PlanTrust(cfg Config, key ssh.PublicKey) (*TrustPlan, error) {
 func (p *TrustPlan) edit(host string, key ssh.PublicKey) []byte {
 	var out bytes.Buffer
 	lines := bytes.SplitAfter(p.data, []byte("\n"))
-	placed := false   // a line trusting the key is in out, or will be
+	placed := false    // a line trusting the key is in out, or will be
 	typeKnown := false // some line holds a key of key's type for host
 	for _, raw := range lines {
 		if _, old, ok := matchLine(raw, host); ok {
