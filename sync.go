@@ -17,6 +17,7 @@ import (
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -154,10 +155,11 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		}
 	}
 	var reports []claim.HostReport
+	var sessions []*session
 	pulled := make(chan struct{})
 	go func() {
 		defer close(pulled)
-		reports = pullAll(ctx, hosts, pullOpts, st, r.RunID, log)
+		reports, sessions = pullAll(ctx, hosts, pullOpts, st, r.RunID, log)
 	}()
 	entries, ingErr := ingestWhilePulling(ctx, ing, stored, pulled)
 	<-pulled
@@ -176,6 +178,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if !opts.DryRun {
 		recordRejects(ctx, st.led, r.RunID, reports, log)
 	}
+	publishAll(ctx, hosts, reports, sessions, opts, wsDir, r.RunID, ingErr, b)
 	b.Judge(ingErr)
 	if ingErr != nil {
 		log.Error("ingest failed", "err", ingErr)
@@ -282,15 +285,16 @@ func hostEntry(rep claim.HostReport) receipts.Host {
 
 // pullAll pulls hosts concurrently, at most opts.Parallel at once, each
 // under its own deadline. Reports come back in manifest order.
-func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) []claim.HostReport {
+func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) ([]claim.HostReport, []*session) {
 	out := make([]claim.HostReport, len(hosts))
+	sessions := make([]*session, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
-		out[i] = pullHost(ctx, h, opts, st, runID, log)
+		out[i], sessions[i] = pullHost(ctx, h, opts, st, runID, log)
 	})
-	return out
+	return out, sessions
 }
 
-func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) claim.HostReport {
+func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) (claim.HostReport, *session) {
 	progress := func(p HostProgress) {
 		if opts.Progress != nil {
 			p.Host = h.Name
@@ -298,28 +302,77 @@ func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *stat
 		}
 	}
 	progress(HostProgress{State: "connecting"})
-	rep := pullHostReport(ctx, h, opts, st, runID, log)
+	rep, sess := pullHostReport(ctx, h, opts, st, runID, log)
 	if rep.Outcome == claim.OutcomeOK {
 		progress(HostProgress{State: "done", Inboxes: len(rep.Inboxes), Pulled: rep.Stored})
 	} else {
 		progress(HostProgress{State: "error", Inboxes: len(rep.Inboxes), Pulled: rep.Stored, Err: rep.Error})
 	}
-	return rep
+	return rep, sess
 }
 
-func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) claim.HostReport {
+func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) (claim.HostReport, *session) {
 	if opts.Worker != "" {
 		return pullInWorker(ctx, h, opts, st, runID, log)
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
-	fsys, err := opts.Dial.Or(log)(ctx, h)
+	fsys, err := opts.Dial.Or(log)(pullCtx, h)
 	if err != nil {
 		log.Warn("host failed", "host", h.Name, "err", err)
-		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
+		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}, nil
 	}
-	defer fsys.Close()
-	return pullWith(ctx, fsys, h, st.spool, st.led, runID, opts.DryRun, opts.Now, log)
+	rep := pullWith(pullCtx, fsys, h, st.spool, st.led, runID, opts.DryRun, opts.Now, log)
+	if h.Mirror == nil || rep.Outcome == claim.OutcomeError {
+		fsys.Close()
+		return rep, nil
+	}
+	return rep, &session{
+		publish: func(ctx context.Context, job PublishJob) mirror.Result {
+			defer fsys.Close()
+			return publishWith(ctx, fsys, h, rep, job, log)
+		},
+		close: func() { fsys.Close() },
+	}
+}
+
+// publishAll publishes the mirror of every host that kept its session,
+// once the run's ingest is done; when ingest failed, the mirrors are left
+// as they are. Hosts with a mirror whose pull failed are skipped.
+func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
+	job := PublishJob{Workspace: wsDir, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
+	results := make([]*mirror.Result, len(hosts))
+	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+		sess := sessions[i]
+		switch {
+		case h.Mirror == nil:
+			return
+		case sess == nil:
+			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "the pull failed: " + reports[i].Error}
+		case ingErr != nil:
+			sess.close()
+			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "ingest failed; the mirror keeps what it had"}
+		default:
+			j := job
+			j.StateFile = mirror.StateFile(filepath.Join(wsDir, layout.MirrorsDir), h.Name)
+			res := sess.publish(ctx, j)
+			results[i] = &res
+		}
+	})
+	for i, res := range results {
+		if res == nil {
+			continue
+		}
+		b.SetMirror(hosts[i].Name, receipts.Mirror{Outcome: res.Outcome, Dir: res.Dir, Sent: nonNil(res.Sent), Removed: nonNil(res.Removed),
+			Bytes: res.Bytes, Generation: res.Generation, Error: res.Error})
+	}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // state is the workspace's .handoff directory as a run uses it. The paths

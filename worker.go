@@ -40,11 +40,16 @@ type WorkerJob struct {
 	BaseSpool string              `json:"base_spool,omitempty"`
 	RunID     string              `json:"run_id"`
 	DryRun    bool                `json:"dry_run"`
+	// Mirror: after the report, wait for a PublishJob on stdin and
+	// publish the host's mirror over the same connection.
+	Mirror bool `json:"mirror,omitempty"`
 }
 
 // ServeWorker runs one host's pull as a worker: it reads a WorkerJob from r,
 // opens the ledger and spool, dials the host, pulls, and writes the
-// claim.HostReport as JSON to w. Logs go to log (the parent relays them).
+// claim.HostReport as JSON to w. For a job with Mirror, it then reads a
+// PublishJob from r and writes the mirror.Result, over the same
+// connection. Logs go to log (the parent relays them).
 func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger) error {
 	var job WorkerJob
 	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
@@ -52,11 +57,32 @@ func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger
 	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("worker: read job: %w", err)
 	}
-	rep := pullJob(ctx, job, log)
-	return json.NewEncoder(w).Encode(rep)
+	rep, fsys := pullJob(ctx, job, log)
+	if fsys != nil {
+		defer fsys.Close()
+	}
+	if err := json.NewEncoder(w).Encode(rep); err != nil {
+		return err
+	}
+	if !job.Mirror || fsys == nil || rep.Outcome == claim.OutcomeError {
+		return nil
+	}
+	var pj PublishJob
+	if err := dec.Decode(&pj); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // the parent decided not to publish
+		}
+		return fmt.Errorf("worker: read publish job: %w", err)
+	}
+	if pj.Skip {
+		return nil
+	}
+	return json.NewEncoder(w).Encode(publishWith(ctx, fsys, job.Host, rep, pj, log))
 }
 
-func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.HostReport) {
+// pullJob pulls one host and returns its report, and the connection, still
+// open, when the pull got one.
+func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.HostReport, fsys transport.FS) {
 	h := job.Host
 	fail := func(err error) claim.HostReport {
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
@@ -71,24 +97,23 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 	}()
 	sp, err := openSpool(job.Spool, job.BaseSpool)
 	if err != nil {
-		return fail(err)
+		return fail(err), nil
 	}
 	defer sp.close()
 	led, err := ledger.Open(job.Ledger)
 	if err != nil {
-		return fail(err)
+		return fail(err), nil
 	}
 	defer led.Close()
-	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
+	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	began := time.Now()
-	fsys, err := setup.Dial(ctx, h, log)
+	fsys, err = setup.Dial(pullCtx, h, log)
 	if err != nil {
-		return fail(err)
+		return fail(err), nil
 	}
-	defer fsys.Close()
 	log.Debug("connected", "host", h.Name, "took", time.Since(began))
-	return pullWith(ctx, fsys, h, sp, led, job.RunID, job.DryRun, time.Now, log)
+	return pullWith(pullCtx, fsys, h, sp, led, job.RunID, job.DryRun, time.Now, log), fsys
 }
 
 // pullWith runs claim.Pull with a host's settings and turns a blown
@@ -111,30 +136,39 @@ func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp 
 // pullInWorker runs one host's pull in a child process of the same binary
 // and reads its report. The child is killed (with its process group) when
 // the host's deadline plus a short grace passes; a child that crashes, hangs
-// or sends garbage makes the host fail, never the run.
-func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) claim.HostReport {
+// or sends garbage makes the host fail, never the run. For a host with a
+// mirror whose pull did not fail, the child stays, connected, and the
+// returned session publishes through it.
+func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) (claim.HostReport, *session) {
 	fail := func(format string, args ...any) claim.HostReport {
 		err := fmt.Errorf(format, args...)
 		log.Warn("host failed", "host", h.Name, "err", err)
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
-	job, err := json.Marshal(WorkerJob{Host: h, Ledger: st.ledgerPath, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun})
+	wantMirror := h.Mirror != nil
+	job, err := json.Marshal(WorkerJob{Host: h, Ledger: st.ledgerPath, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun, Mirror: wantMirror})
 	if err != nil {
-		return fail("worker: %v", err)
+		return fail("worker: %v", err), nil
 	}
 	cmd := exec.Command(opts.Worker, WorkerCommand)
-	cmd.Stdin = bytes.NewReader(job)
-	var out limitedBuffer
-	out.max = maxWorkerReport
-	cmd.Stdout = &out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fail("worker: %v", err), nil
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fail("worker: %v", err), nil
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return fail("worker: %v", err)
+		return fail("worker: %v", err), nil
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fail("worker: start %s: %v", opts.Worker, err)
+		return fail("worker: start %s: %v", opts.Worker, err), nil
 	}
+	kill := func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out := readWorker(stdout, maxWorkerReport)
 	relayed := make(chan struct{})
 	go func() {
 		relayLog(stderr, h.Name, log, opts.Progress)
@@ -142,36 +176,56 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 	}()
 	done := make(chan error, 1)
 	go func() {
-		<-relayed // Wait closes stderr; read it all first
+		<-relayed // Wait closes the pipes; read them all first
+		for range out {
+		}
 		done <- cmd.Wait()
 	}()
+	stdin.Write(append(job, '\n'))
+	if !wantMirror {
+		stdin.Close()
+	}
 	timer := time.NewTimer(h.Timeout + workerGrace)
 	defer timer.Stop()
-	var waitErr error
+	var msg workerMsg
 	select {
-	case waitErr = <-done:
+	case m, ok := <-out:
+		msg = m
+		if !ok {
+			msg.err = io.EOF
+		}
 	case <-timer.C:
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		kill()
 		<-done
-		return fail("worker did not finish within the host's deadline of %s; killed", h.Timeout)
+		return fail("worker did not finish within the host's deadline of %s; killed", h.Timeout), nil
 	case <-ctx.Done():
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		kill()
 		<-done
-		return fail("run canceled: %v", ctx.Err())
-	}
-	// Also reap anything the worker left in its group.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if out.over {
-		return fail("worker report larger than %d bytes", maxWorkerReport)
+		return fail("run canceled: %v", ctx.Err()), nil
 	}
 	var rep claim.HostReport
-	if err := json.Unmarshal(out.buf.Bytes(), &rep); err != nil || rep.Name != h.Name {
-		if waitErr != nil {
-			return fail("worker crashed: %v", waitErr)
+	if msg.err != nil || json.Unmarshal(msg.data, &rep) != nil || rep.Name != h.Name {
+		stdin.Close()
+		var waitErr error
+		select {
+		case waitErr = <-done:
+		case <-time.After(workerGrace):
 		}
-		return fail("worker sent no valid report")
+		kill()
+		if waitErr != nil {
+			return fail("worker crashed: %v", waitErr), nil
+		}
+		if msg.err != nil && msg.err != io.EOF {
+			return fail("worker: %v", msg.err), nil
+		}
+		return fail("worker sent no valid report"), nil
 	}
-	return rep
+	ws := &workerSession{h: h, cmd: cmd, stdin: stdin, out: out, done: done, log: log}
+	if !wantMirror || rep.Outcome == claim.OutcomeError {
+		ws.close()
+		return rep, nil
+	}
+	return rep, &session{publish: ws.publish, close: ws.close}
 }
 
 // progressMsg is the message of a worker's progress log line (fields

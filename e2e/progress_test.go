@@ -99,6 +99,39 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 }
 
+// TestTableOnTerminal: on a terminal, sync ends with the table of what
+// the run decided and the receipt's path, after the summary; --table=false
+// leaves the summary last.
+func TestTableOnTerminal(t *testing.T) {
+	w := twoHosts(t)
+	code, out := runOnPTY(t, "sync", "--manifest", w.manifest)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%q", code, out)
+	}
+	sum := summaryRE.FindStringIndex(out)
+	head := regexp.MustCompile(`(?m)^HOST +NAME +RESULT +REASON +TARGET$`).FindStringIndex(out)
+	if sum == nil || head == nil || head[0] < sum[1] {
+		t.Fatalf("no table after the summary:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^beta +b1\.md +routed +- +USER\.md$`).MatchString(out) {
+		t.Errorf("no row for beta's b1.md:\n%s", out)
+	}
+	if !regexp.MustCompile(`^Receipt: .*/\.handoff/receipts/[0-9TZ]+-[0-9a-f]+\.json$`).MatchString(lastLine(out)) {
+		t.Errorf("the receipt's path is not the last line:\n%s", out)
+	}
+
+	w = twoHosts(t)
+	code, out = runOnPTY(t, "sync", "--manifest", w.manifest, "--table=false")
+	if code != 0 || strings.Contains(out, "Receipt: ") || !summaryRE.MatchString(lastLine(out)) {
+		t.Fatalf("--table=false: exit %d, want the summary last:\n%s", code, out)
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndex(s, "\n")+1:]
+}
+
 // TestNoProgressWhenSilencedOnTerminal: even on a terminal, --json prints
 // the receipt alone, --quiet prints nothing, and --verbose logs instead of
 // redrawing; none of them writes a control sequence.

@@ -407,6 +407,7 @@ func (h *Handoff) Validate() []Problem {
 	if p := secretProblem(raw); p != nil {
 		ps = append(ps, *p)
 	}
+	ps = append(ps, h.unfilledProblems()...)
 
 	for _, k := range []string{SectionType, SectionTitle, SectionSummary, SectionAction} {
 		switch v := h.Sections[k]; {
@@ -434,7 +435,7 @@ func (h *Handoff) Validate() []Problem {
 	case ActionNoCard:
 		ps = append(ps, h.validateDocument()...)
 	}
-	return ps
+	return dropUnderPlaceholders(ps)
 }
 
 // validateCard checks the card half of a create-card or update-card handoff.

@@ -482,13 +482,14 @@ func TestReasonsDocumented(t *testing.T) {
 		ReasonHashConflict, ReasonBothCardAndDocument, ReasonUnsafeTarget, ReasonHeadingInDocument,
 		ReasonUnknownAction, ReasonInvalidType, ReasonSecretLike, ReasonHiddenCharacters, ReasonSymlink,
 		ReasonNotRegular, ReasonOversize, ReasonChanging, ReasonTooYoung, ReasonNoTarget, ReasonCardIdentical,
+		ReasonUnfilledTemplate,
 	} {
 		if Reasons[code] == "" {
 			t.Errorf("Reasons has no description for %q", code)
 		}
 	}
-	if len(Reasons) != 23 {
-		t.Errorf("Reasons has %d codes, want 23", len(Reasons))
+	if len(Reasons) != 24 {
+		t.Errorf("Reasons has %d codes, want 24", len(Reasons))
 	}
 }
 

@@ -24,6 +24,7 @@ const (
 	ReasonSecretLike          = "secret-like-content"
 	ReasonHiddenCharacters    = "hidden-characters"
 	ReasonNoTarget            = "no-target"
+	ReasonUnfilledTemplate    = "unfilled-template"
 
 	// Duplicate: nothing to write and nothing for a person to decide.
 	ReasonCardIdentical = "card-identical"
@@ -56,6 +57,7 @@ var Reasons = map[string]string{
 	ReasonSecretLike:          "the handoff contains what looks like a private key or access token",
 	ReasonHiddenCharacters:    "the handoff contains invisible, bidirectional or control characters",
 	ReasonNoTarget:            "a no-card handoff names no document to update, so a person must decide",
+	ReasonUnfilledTemplate:    "a section still holds a `handoff template` placeholder, <FILL: …>",
 	ReasonCardIdentical:       "create-card names a card that already holds exactly this content, byte for byte; nothing is written",
 	ReasonSymlink:             "the handoff, its inbox or a target path is a symbolic link",
 	ReasonNotRegular:          "the handoff is not a regular file",

@@ -88,6 +88,7 @@ var (
 var typeHints = map[reflect.Type]string{
 	reflect.TypeFor[Size]():     "write a size such as 1MiB, 512KiB or 1000000",
 	reflect.TypeFor[Duration](): "write a duration such as 10s, 5m, 1h30m or 30d",
+	reflect.TypeFor[Mirror]():   "write mirror: {path: ~/.openclaw/mirror, include: [cards, documents]}, or mirror: false",
 }
 
 // check reports the keys of v that t does not declare and the values of v

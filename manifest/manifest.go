@@ -70,6 +70,8 @@ type Defaults struct {
 	Settle *Duration `json:"settle,omitempty"`
 	// Timeout bounds one host's whole pull.
 	Timeout *Duration `json:"timeout,omitempty"`
+	// Mirror is the mirror every ssh host gets unless it sets its own.
+	Mirror *Mirror `json:"mirror,omitempty"`
 }
 
 // Notify configures the heartbeat.
@@ -96,6 +98,7 @@ type Host struct {
 	MaxFileSize *Size     `json:"max_file_size,omitempty"`
 	Settle      *Duration `json:"settle,omitempty"`
 	Timeout     *Duration `json:"timeout,omitempty"`
+	Mirror      *Mirror   `json:"mirror,omitempty"`
 
 	// SSH is set for, and only for, ssh hosts.
 	SSH *SSH `json:"ssh,omitempty"`
@@ -144,6 +147,8 @@ type HostConfig struct {
 	Timeout     time.Duration
 	// SSH is a copy of the host's ssh block, nil for a local host.
 	SSH *SSH
+	// Mirror is nil when the host has no mirror.
+	Mirror *MirrorConfig
 }
 
 // DiscoverRoot is a discovery root with its depth resolved.
@@ -245,6 +250,7 @@ func (m *Manifest) Effective(h Host) HostConfig {
 		s := *h.SSH
 		c.SSH = &s
 	}
+	c.Mirror = effectiveMirror(h, d.Mirror)
 	return c
 }
 

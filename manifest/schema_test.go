@@ -362,6 +362,7 @@ type schemaWalker struct {
 var (
 	sizeType     = reflect.TypeFor[Size]()
 	durationType = reflect.TypeFor[Duration]()
+	mirrorType   = reflect.TypeFor[Mirror]()
 )
 
 // resolve follows a local $ref.
@@ -413,7 +414,14 @@ func (w *schemaWalker) value(node map[string]any, typ reflect.Type, at string) {
 		}
 		w.value(items, typ.Elem(), at+"[]")
 	case reflect.Struct:
-		w.wantType(at, types, "object")
+		if typ == mirrorType {
+			// A mirror is a mapping or false.
+			if !slices.Equal(types, []string{"object", "boolean"}) {
+				t.Errorf("%s: schema type %q; want [object boolean]", at, types)
+			}
+		} else {
+			w.wantType(at, types, "object")
+		}
 		w.object(node, typ, at)
 	default:
 		t.Errorf("%s: no schema check for Go type %v", at, typ)

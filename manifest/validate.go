@@ -23,10 +23,13 @@ var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 // validator checks a decoded manifest, collecting every problem. It also
 // cleans the paths it checks and expands the local ones against home.
 type validator struct {
-	file    string
-	home    string
-	homeErr error // from os.UserHomeDir
-	errs    []error
+	file string
+	home string
+	// defMirror is the defaults' mirror, checked against each ssh host's
+	// inboxes too.
+	defMirror *Mirror
+	homeErr   error // from os.UserHomeDir
+	errs      []error
 }
 
 func (v *validator) report(e FieldError) {
@@ -54,6 +57,8 @@ func (v *validator) manifest(m *Manifest) {
 
 	d := &m.Defaults
 	v.settings("", "defaults", d.Harnesses, d.MaxDepth, d.MaxFileSize, d.Timeout)
+	v.mirror("", "defaults.mirror", d.Mirror, nil)
+	v.defMirror = d.Mirror
 
 	if u := m.Notify.PingURL; u != "" {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -139,6 +144,10 @@ func (v *validator) host(i int, h *Host) {
 			roots[p] = true
 		}
 		v.maxDepth(name, field+".max_depth", r.MaxDepth)
+	}
+	v.mirror(name, at+".mirror", h.Mirror, h.Inboxes)
+	if d := v.defMirror; h.Mirror == nil && h.Transport == TransportSSH && d != nil && !d.Off && d.Path != "" {
+		v.mirrorPath(name, "defaults.mirror.path", d.Path, h.Inboxes)
 	}
 }
 

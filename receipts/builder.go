@@ -85,6 +85,9 @@ func (b *Builder) Judge(runErr error) {
 				unlisted++
 			}
 		}
+		if h.Mirror != nil && h.Mirror.Outcome == HostError {
+			unlisted++ // a mirror that failed makes the run partial, never failed
+		}
 	}
 	switch {
 	case runErr != nil || (failed > 0 && failed == len(r.Hosts)):
@@ -104,6 +107,15 @@ func (b *Builder) Judge(runErr error) {
 	r.Error = ""
 	if runErr != nil {
 		r.Error = runErr.Error()
+	}
+}
+
+// SetMirror records what publishing host's mirror did.
+func (b *Builder) SetMirror(host string, m Mirror) {
+	for i := range b.r.Hosts {
+		if b.r.Hosts[i].Name == host {
+			b.r.Hosts[i].Mirror = &m
+		}
 	}
 }
 

@@ -69,6 +69,7 @@ type Counts struct {
 	Duplicate int `json:"duplicate"`
 	Rejected  int `json:"rejected"`
 	Deferred  int `json:"deferred"`
+	Legacy    int `json:"legacy,omitempty"` // import receipts only
 }
 
 // Host is one host's pull.
@@ -84,6 +85,20 @@ type Host struct {
 	// Quirks are what the host's SFTP server was seen to do that others do
 	// not, as stable codes (see docs/receipts.md), e.g. "follows-symlinks".
 	Quirks []string `json:"quirks,omitempty"`
+	// Mirror is what publishing the host's mirror did; absent for a host
+	// without one.
+	Mirror *Mirror `json:"mirror,omitempty"`
+}
+
+// Mirror is one host's mirror publish (see docs/mirror.md).
+type Mirror struct {
+	Outcome    string   `json:"outcome"` // ok | error | skipped
+	Dir        string   `json:"dir,omitempty"`
+	Sent       []string `json:"sent"`    // files written, relative to Dir
+	Removed    []string `json:"removed"` // files removed
+	Bytes      int64    `json:"bytes"`   // bytes of the files sent, MIRROR.json aside
+	Generation int64    `json:"generation"`
+	Error      string   `json:"error,omitempty"`
 }
 
 // Inbox is one inbox of a host.
@@ -144,6 +159,8 @@ func (r *Receipt) Tally() {
 			r.Counts.Rejected++
 		case ResultDeferred:
 			r.Counts.Deferred++
+		case ResultLegacy:
+			r.Counts.Legacy++
 		}
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -170,6 +172,54 @@ func (Local) Remove(ctx context.Context, name string) error {
 		return err
 	}
 	return os.Remove(name)
+}
+
+// WriteNew creates name with O_EXCL (which never follows a symlink),
+// writes and fsyncs it, and sets its mode. A failed write removes it.
+func (Local) WriteNew(ctx context.Context, name string, data []byte, perm fs.FileMode) (FileInfo, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return FileInfo{}, false, err
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return FileInfo{}, false, err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(name)
+		return FileInfo{}, false, err
+	}
+	return fromOS(fi), true, nil
+}
+
+// Replace is rename(2), which replaces atomically, followed by an fsync
+// of the directory so that the new name survives a crash.
+func (Local) Replace(ctx context.Context, oldname, newname string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Rename(oldname, newname); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(newname))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Close does nothing: there is no connection.

@@ -28,6 +28,9 @@ var (
 	ErrChanged = errors.New("file changed while being read")
 	// ErrBroken: the connection to the host is gone; every later call fails.
 	ErrBroken = errors.New("connection to the host is broken")
+	// ErrUnsupported: the host cannot do what was asked (Writer.Replace on
+	// a server without an atomic replacing rename). Nothing was changed.
+	ErrUnsupported = errors.ErrUnsupported
 )
 
 // FileInfo is what the transport reports about one name, without following
@@ -149,6 +152,25 @@ type ListedReader interface {
 // resolves elsewhere than it should, a symlink is on the way.
 type Resolver interface {
 	RealPath(ctx context.Context, name string) (string, error)
+}
+
+// Writer is implemented by transports that can publish files, as the
+// mirror does: each file is written under a new name and then renamed
+// over the old one, so that a reader sees the old bytes or the new, never
+// a mix.
+type Writer interface {
+	// WriteNew creates name, which must not exist: anything already there,
+	// a symlink included, fails with ErrExist and is left as it was. It
+	// writes data, flushes it to stable storage where the host offers that
+	// (the result says whether it did), sets the permission bits to perm,
+	// and returns the stat of the written file.
+	WriteNew(ctx context.Context, name string, data []byte, perm fs.FileMode) (fi FileInfo, synced bool, err error)
+
+	// Replace renames oldname to newname in one atomic step, replacing a
+	// file newname names. A host that cannot replace atomically gives
+	// ErrUnsupported and changes nothing; the caller then moves newname
+	// aside first.
+	Replace(ctx context.Context, oldname, newname string) error
 }
 
 // ReadContent reads name for comparison with bytes the caller holds (or

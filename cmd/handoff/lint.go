@@ -1,13 +1,19 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/mirror"
 )
 
 type lintResult struct {
@@ -24,11 +30,27 @@ type lintProblem struct {
 
 func newLintCmd(g *globals) *cobra.Command {
 	var asJSON bool
+	var mirrorDir string
 	cmd := &cobra.Command{
-		Use:   "lint FILE...",
+		Use:   "lint [--mirror DIR] FILE...",
 		Short: "Check handoff files; print each problem with its reason code",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Check handoff files with the ingester's own parser and checks, and print
+each problem with its reason code. Exit 1 if any file has a problem.
+
+On a writer host, --mirror DIR (the host's mirror of canonical memory, see
+docs/mirror.md) also checks a card handoff against the card as canonical
+memory has it: an update-card whose expected hash is not the mirror's card's
+is a hash-conflict (the writer saw an older card), an update of a card the
+mirror lacks is card-missing, and a create-card of a card the mirror has is
+card-exists.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if mirrorDir != "" {
+				if _, err := os.Stat(filepath.Join(mirrorDir, mirror.SumsFile)); err != nil {
+					return &exitError{code: exitUsage, err: fmt.Errorf("lint: %s is not a mirror: %w", mirrorDir, err),
+						hint: "give the mirror directory that handoff publishes on this host (the manifest's mirror.path); it holds SHA256SUMS"}
+				}
+			}
 			var results []lintResult
 			bad := false
 			for _, name := range args {
@@ -39,6 +61,9 @@ func newLintCmd(g *globals) *cobra.Command {
 				probs := []lintProblem{}
 				for _, p := range ingest.Lint(data) {
 					probs = append(probs, lintProblem{Reason: p.Reason, Field: p.Field, Message: p.Message})
+				}
+				if mirrorDir != "" && len(probs) == 0 {
+					probs = append(probs, againstMirror(data, mirrorDir)...)
 				}
 				results = append(results, lintResult{File: name, OK: len(probs) == 0, Problems: probs})
 				bad = bad || len(probs) > 0
@@ -66,5 +91,33 @@ func newLintCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print results as JSON")
+	cmd.Flags().StringVar(&mirrorDir, "mirror", "", "check card handoffs against this mirror of canonical memory")
 	return cmd
+}
+
+// againstMirror checks a card handoff that lints clean against the card
+// in a mirror: what the ingester on the canonical host would find.
+func againstMirror(data []byte, dir string) []lintProblem {
+	h, err := ingest.Parse(data)
+	if err != nil || h.Card == nil || !ingest.IsCardName(h.Card.Name) {
+		return nil
+	}
+	rel := path.Join(layout.CardsDir, h.Card.Name)
+	cur, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	exists := err == nil
+	sum := sha256.Sum256(cur)
+	have := hex.EncodeToString(sum[:])
+	field := ingest.SectionExpectedSHA
+	switch {
+	case h.Action == ingest.ActionUpdateCard && !exists:
+		return []lintProblem{{Reason: ingest.ReasonCardMissing, Field: ingest.SectionTargetCard,
+			Message: fmt.Sprintf("the mirror has no card %s; send create-card to make it", h.Card.Name)}}
+	case h.Action == ingest.ActionUpdateCard && h.Card.ExpectedSHA256 != have:
+		return []lintProblem{{Reason: ingest.ReasonHashConflict, Field: field,
+			Message: fmt.Sprintf("the mirror's %s has sha256 %s, not %s: start from the mirror's card, keep what still holds, and send its hash", rel, have, h.Card.ExpectedSHA256)}}
+	case h.Action == ingest.ActionCreateCard && exists && string(cur) != h.Card.Content:
+		return []lintProblem{{Reason: ingest.ReasonCardExists, Field: ingest.SectionTargetCard,
+			Message: fmt.Sprintf("the mirror already has %s; send update-card with the whole new card and Expected card SHA256 %s", rel, have)}}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,11 +29,16 @@ func newPruneCmd(g *globals) *cobra.Command {
 		Use:   "prune --older-than DURATION",
 		Short: "Delete archived handoffs (processed/) and ingested spool files older than a duration",
 		Long: `prune deletes, on every host (or those named with --host), the regular files
-in each inbox's processed/ directory whose modification time is older than
---older-than, and in the workspace the spool files of handoffs ingested
-before then. It never touches malformed/, the inboxes themselves, review
-drafts or the ledger's rows; it never follows a symlink and never descends
-below processed/. It holds the workspace lock like sync.`,
+in each inbox's processed/ directory that the ledger says were archived more
+than --older-than ago (the writer's modification time plays no part; files the
+ledger does not know stay, see ` + "`handoff import processed`" + `), and in the
+workspace the spool files of handoffs ingested before then and the per-run
+receipts of runs finished before then. It never touches malformed/, the
+inboxes themselves, review drafts, latest.json, latest.log, the receipt of
+the newest run that was not ok, or the ledger's rows; it never follows a
+symlink and never descends below processed/. It holds the workspace lock
+like sync. --older-than is at least 1h; --dry-run lists every file it would
+remove (spool files only by count).`,
 		Example: "  handoff prune --older-than 30d\n  handoff prune --older-than 90d --host laptop --dry-run",
 		Args:    cobra.NoArgs,
 		RunE:    c.run,
@@ -57,12 +63,20 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 	if age <= 0 {
 		return usageError{fmt.Errorf("--older-than %s: must be more than 0", c.olderThan)}
 	}
+	if age < minPruneAge {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--older-than %s: must be at least 1h", c.olderThan),
+			hint: "durations count in s, m, h and d: 1m is a minute, not a month; for a month say --older-than 720h or --older-than 30d"}
+	}
+	now, err := clock()
+	if err != nil {
+		return err
+	}
 	m, ws, err := loadWiring(c.manifestPath, c.workspace)
 	if err != nil {
 		return err
 	}
 	r, err := prune.Run(cmd.Context(), prune.Options{
-		Manifest: m, Workspace: ws, Hosts: c.hosts, OlderThan: age, DryRun: c.dryRun, Log: c.g.logger(),
+		Manifest: m, Workspace: ws, Hosts: c.hosts, OlderThan: age, DryRun: c.dryRun, Log: c.g.logger(), Now: now,
 	})
 	if errors.Is(err, handoff.ErrLocked) {
 		return &exitError{code: exitLocked, err: err, hint: "another handoff run is using the workspace; prune again when it is done"}
@@ -82,16 +96,35 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 			}
 		}
 		fmt.Fprintf(c.g.stdout, "%s%s: %s %d processed %s (%s)\n", prefix, h.Name, verb, h.Removed, plural(h.Removed, "handoff", "handoffs"), formatBytes(h.Bytes))
+		if r.DryRun {
+			for _, n := range h.Names {
+				fmt.Fprintf(c.g.stdout, "%s  %s\n", prefix, safeText(n))
+			}
+		}
+		if h.Unknown > 0 {
+			fmt.Fprintf(c.g.stdout, "%s%s: kept %d processed %s the ledger has no record of (`handoff import processed` records them, so that prune can age them)\n",
+				prefix, h.Name, h.Unknown, plural(h.Unknown, "file", "files"))
+		}
 	}
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(c.g.stdout, "%sspool: %s %d %s\n", prefix, verb, r.Spool.Files, plural(r.Spool.Files, "file", "files"))
+	fmt.Fprintf(c.g.stdout, "%sreceipts: %s %d %s\n", prefix, verb, r.Receipts.Files, plural(r.Receipts.Files, "receipt", "receipts"))
+	if r.DryRun {
+		for _, n := range r.Receipts.Names {
+			fmt.Fprintf(c.g.stdout, "%s  %s\n", prefix, n)
+		}
+	}
 	if r.Failed() {
 		return silent(exitFailed)
 	}
 	return nil
 }
+
+// minPruneAge is the least --older-than prune accepts: a unit misread
+// (1m taken for a month) must not empty every processed/ directory.
+const minPruneAge = time.Hour
 
 func plural(n int, one, many string) string {
 	if n == 1 {

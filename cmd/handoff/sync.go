@@ -22,6 +22,7 @@ type syncCmd struct {
 	dryRun       bool
 	json         bool
 	quiet        bool
+	table        bool
 	manifestPath string
 	workspace    string
 	parallel     int
@@ -42,6 +43,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 	f.BoolVar(&c.dryRun, "dry-run", false, "show what would happen; write nothing anywhere")
 	f.BoolVar(&c.json, "json", false, "print the receipt as JSON on stdout")
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing but errors (no progress, no summary); the exit code tells how it went")
+	f.BoolVar(&c.table, "table", false, "after the summary, say why handoffs were deferred, list what this run decided and name the receipt (default: on when stdout is a terminal; --table=false turns it off)")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
 	f.IntVar(&c.parallel, "parallel", 8, "hosts pulled at once")
@@ -53,6 +55,11 @@ func newSyncCmd(g *globals) *cobra.Command {
 func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	if c.quiet && c.json {
 		return usageError{errors.New("--quiet and --json exclude each other")}
+	}
+	if !cmd.Flags().Changed("table") {
+		c.table = isTerminal(c.g.stdout)
+	} else if c.table && (c.json || c.quiet) {
+		return usageError{errors.New("--table prints after the summary: it goes with neither --json nor --quiet")}
 	}
 	m, ws, err := loadWiring(c.manifestPath, c.workspace)
 	if err != nil {
@@ -96,6 +103,9 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 		}
 		if !c.quiet {
 			fmt.Fprint(c.g.stdout, r.Summary())
+			if c.table {
+				printRunTable(c.g.stdout, m, ws, r)
+			}
 		}
 	}
 	if r.Outcome != receipts.OutcomeOK {

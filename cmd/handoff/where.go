@@ -18,6 +18,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/where"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 func init() { commands = append(commands, newWhereCmd) }
@@ -32,7 +33,7 @@ type whereCmd struct {
 func newWhereCmd(g *globals) *cobra.Command {
 	c := &whereCmd{g: g}
 	cmd := &cobra.Command{
-		Use:   "where NAME|SHA256-PREFIX",
+		Use:   "where NAME|SHA256-PREFIX|WORKSPACE-PATH",
 		Short: "Say where a handoff came from, what became of it, and in which run",
 		Long: "where looks a handoff up in the workspace's ledger by the name it had in its\n" +
 			"inbox (with or without .md), its archived name (<stem>.<sha12>.md), its full\n" +
@@ -40,7 +41,11 @@ func newWhereCmd(g *globals) *cobra.Command {
 			"prints every match, oldest first: host and path, when it was stored and by which\n" +
 			"run, its result and reason, its target, where the host's copy was archived, and\n" +
 			"for a duplicate the copy that was applied. Rejected files are found by name.\n" +
-			"Files still waiting in an inbox are not in the ledger yet.",
+			"A path in the workspace (memory/cards/x.md, TOOLS.md, a review draft's\n" +
+			"memory/handoff-inbox/<stem>.<sha12>.md) finds the handoffs whose result names\n" +
+			"it: which wrote it and when, with the before and after hashes, or the handoff\n" +
+			"a review draft came from and why it waits. Files still waiting in an inbox\n" +
+			"are not in the ledger yet.",
 		Args: cobra.ExactArgs(1),
 		RunE: c.run,
 	}
@@ -80,6 +85,15 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	} else {
+		byTarget := 0
+		for _, m := range matches {
+			if m.MatchedBy == where.ByTarget {
+				byTarget++
+			}
+		}
+		if byTarget > 0 {
+			fmt.Fprintf(c.g.stdout, "%s is the target of %d %s, oldest first:\n\n", safeText(q), byTarget, plural(byTarget, "handoff", "handoffs"))
+		}
 		for i, m := range matches {
 			if i > 0 {
 				fmt.Fprintln(c.g.stdout)
@@ -88,7 +102,7 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if len(matches) == 0 {
-		hint := "check the name (`handoff doctor` shows what waits in each inbox), or that a sync has run since it was written; files still waiting in an inbox are not in the ledger yet"
+		hint := "check the name (`handoff doctor` shows what waits in each inbox), or that a sync has run since it was written; files still waiting in an inbox are not in the ledger yet; a workspace path is looked up relative to the workspace (memory/cards/NAME.md, TOOLS.md)"
 		if !ledger.IsSHAPrefix(q) && isHex(q) {
 			hint += fmt.Sprintf("; a sha256 prefix needs at least %d hex digits", ledger.MinSHAPrefix)
 		}
@@ -144,6 +158,13 @@ func describeMatch(w io.Writer, m where.Match) {
 			res += " (" + a.Reason + ")"
 		}
 		line("result", "duplicate: the same bytes were ingested from %s:%s: %s", safeText(a.Host), safeText(a.Path), res)
+	case m.Result == receipts.ResultLegacy:
+		line("result", "legacy: found archived in processed/ and recorded as ingested before by `handoff import processed`; never applied by handoff")
+	case m.Result == ingest.ResultReview:
+		line("result", "%s (%s)", m.Result, m.Reason)
+		if why := ingest.Reasons[m.Reason]; why != "" {
+			line("waits", "for a person: %s", why)
+		}
 	case m.Reason != "":
 		line("result", "%s (%s)", m.Result, m.Reason)
 	case m.Result == ingest.ResultPromoted && m.Action != "":

@@ -291,6 +291,12 @@ func (v *View) FindSources(ctx context.Context, q string) ([]SourceRecord, error
 		where += " OR (t.sha256 >= ? AND t.sha256 < ?)"
 		args = append(args, lo, lo+"g")
 	}
+	return v.findSources(ctx, where, args)
+}
+
+// findSources returns the sources (table alias t) that where selects,
+// with what became of their content, oldest first.
+func (v *View) findSources(ctx context.Context, where string, args []any) ([]SourceRecord, error) {
 	rows, err := v.l.db.QueryContext(ctx, `SELECT
 			t.id, t.sha256, t.size, t.host, t.inbox, t.name, t.archived_as, t.acked,
 			t.stored_at, t.stored_run, t.result, t.reason, t.ingest_run, t.ingested_at,

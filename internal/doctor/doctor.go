@@ -67,6 +67,8 @@ type Options struct {
 	Dial           setup.Dialer // nil: setup.Dial
 	Log            *slog.Logger // nil discards
 	Now            func() time.Time
+
+	workspace string // resolved, for the host checks
 }
 
 // Check is one finding. Scope is "manifest", "workspace", "timer" or
@@ -152,6 +154,7 @@ func Run(ctx context.Context, opts Options) *Report {
 	}
 	add(Check{Scope: "manifest", Name: "manifest", Status: CheckOK,
 		Message: fmt.Sprintf("%s: %d host(s), workspace %s", m.Path, len(m.Hosts), ws)})
+	opts.workspace = ws
 	add(doctorWorkspace(ctx, ws, opts)...)
 	add(doctorTimer(ctx))
 	add(doctorPin()...)
@@ -474,6 +477,9 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options) []Chec
 	check := func(c Check) {
 		c.Scope = scope
 		out = append(out, c)
+	}
+	if h.Mirror != nil {
+		check(doctorMirror(opts.workspace, h, opts))
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()

@@ -34,6 +34,11 @@ var Names = []string{
 	"batch.targets-synced", // a batch's targets replaced and their directories synced, results not yet recorded
 	"bookkeeping.done",     // results recorded
 	"receipt.written",      // receipt file written, latest.json not yet replaced
+	"mirror.opened",        // MIRROR.json says complete: false, no file of the mirror changed yet
+	"mirror.tmp-written",   // one mirror file written under its temporary name, not renamed
+	"mirror.replaced",      // one mirror file renamed into place
+	"mirror.sums-written",  // SHA256SUMS renamed into place, removals not done
+	"mirror.removed",       // one file gone from canonical memory removed from the mirror
 }
 
 var (

@@ -100,8 +100,9 @@ func Endless(b byte) func(context.Context, []byte, int64) (int, error) {
 }
 
 // VFS is an in-memory tree served through pkg/sftp's request server. Paths
-// are absolute and slash-separated. Writes are refused; renames move nodes
-// and, like OpenSSH's SSH_FXP_RENAME, never replace an existing name.
+// are absolute and slash-separated. Writes are refused unless Writable is
+// set; renames move nodes and, like OpenSSH's SSH_FXP_RENAME, never
+// replace an existing name (posix-rename@openssh.com does, when Writable).
 type VFS struct {
 	// Home is what REALPATH "." answers: the login directory.
 	Home string
@@ -119,9 +120,14 @@ type VFS struct {
 	// request follows them in the components before the last, as any
 	// server on a POSIX file system does.
 	FollowSymlinks bool
-	mu             sync.Mutex
-	nodes          map[string]*Node
-	log            []string // requests, "METHOD path"
+	// Writable lets OPEN create regular files (following symlinks in the
+	// last component unless SSH_FXF_EXCL is given, as open(2) does),
+	// WRITE fill them, SETSTAT change their permission bits and
+	// posix-rename@openssh.com replace.
+	Writable bool
+	mu       sync.Mutex
+	nodes    map[string]*Node
+	log      []string // requests, "METHOD path"
 }
 
 // NewVFS returns a tree holding only "/" and home (and its parents).
@@ -257,8 +263,52 @@ func (s *session) Fileread(r *sftp.Request) (io.ReaderAt, error) {
 }
 
 func (s *session) Filewrite(r *sftp.Request) (io.WriterAt, error) {
-	s.v.record("Write", r.Filepath)
-	return nil, os.ErrPermission
+	v := s.v
+	v.record("Write", r.Filepath)
+	if !v.Writable {
+		return nil, os.ErrPermission
+	}
+	flags := r.Pflags()
+	p := v.resolve(r.Filepath, !flags.Excl)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n, ok := v.nodes[p]
+	switch {
+	case ok && flags.Excl:
+		return nil, os.ErrExist
+	case ok && !n.Mode.IsRegular():
+		return nil, syscall.EISDIR
+	case !ok && !flags.Creat:
+		return nil, os.ErrNotExist
+	case !ok:
+		if parent, ok := v.nodes[path.Dir(p)]; !ok || !parent.Mode.IsDir() {
+			return nil, os.ErrNotExist
+		}
+		n = &Node{Mode: 0o600, ModTime: time.Now().Truncate(time.Second)}
+		v.nodes[p] = n
+	}
+	if flags.Trunc {
+		n.Data, n.Size = nil, 0
+	}
+	return &writer{v: v, n: n}, nil
+}
+
+// writer fills a node from WRITE requests.
+type writer struct {
+	v *VFS
+	n *Node
+}
+
+func (w *writer) WriteAt(p []byte, off int64) (int, error) {
+	w.v.mu.Lock()
+	defer w.v.mu.Unlock()
+	if end := off + int64(len(p)); end > int64(len(w.n.Data)) {
+		w.n.Data = append(w.n.Data, make([]byte, end-int64(len(w.n.Data)))...)
+	}
+	copy(w.n.Data[off:], p)
+	w.n.Size = int64(len(w.n.Data))
+	w.n.ModTime = time.Now().Truncate(time.Second)
+	return len(p), nil
 }
 
 func (s *session) Filecmd(r *sftp.Request) error {
@@ -271,7 +321,15 @@ func (s *session) Filecmd(r *sftp.Request) error {
 				return err
 			}
 		}
-		return v.move(v.resolve(r.Filepath, v.FollowSymlinks), v.resolve(r.Target, false))
+		to := v.resolve(r.Target, false)
+		if r.Method == "PosixRename" && v.Writable {
+			v.mu.Lock()
+			if n, ok := v.nodes[to]; ok && !n.Mode.IsDir() {
+				delete(v.nodes, to)
+			}
+			v.mu.Unlock()
+		}
+		return v.move(v.resolve(r.Filepath, v.FollowSymlinks), to)
 	case "Mkdir":
 		v.record("Mkdir", r.Filepath)
 		v.mu.Lock()
@@ -302,14 +360,24 @@ func (s *session) Filecmd(r *sftp.Request) error {
 		return nil
 	case "Setstat":
 		v.record("Setstat", r.Filepath)
-		if v.Node(r.Filepath) == nil {
+		n := v.Node(v.resolve(r.Filepath, true))
+		if n == nil {
 			return os.ErrNotExist
+		}
+		if attrs := r.Attributes(); v.Writable && r.AttrFlags().Permissions {
+			v.mu.Lock()
+			n.Mode = n.Mode.Type() | attrs.FileMode().Perm()
+			v.mu.Unlock()
 		}
 		return nil
 	}
 	v.record(r.Method, r.Filepath)
 	return os.ErrPermission
 }
+
+// PosixRename is posix-rename@openssh.com: with Writable it replaces an
+// existing file, as rename(2) does; without, it acts as RENAME.
+func (s *session) PosixRename(r *sftp.Request) error { return s.Filecmd(r) }
 
 // move renames from to to, with its subtree, refusing to replace.
 func (v *VFS) move(from, to string) error {

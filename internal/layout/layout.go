@@ -25,6 +25,9 @@ const (
 	ReceiptsDir = StateDir + "/receipts"
 	// LedgerFile is the SQLite ledger.
 	LedgerFile = StateDir + "/ledger.db"
+	// MirrorsDir holds, per mirrored host, what its last publish left on
+	// the host (<host>.json).
+	MirrorsDir = StateDir + "/mirrors"
 	// LockFile is the single-ingester lock.
 	LockFile = StateDir + "/lock"
 )

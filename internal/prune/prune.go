@@ -37,10 +37,11 @@ type Options struct {
 
 // Report is what Prune removed, or would remove in a dry run.
 type Report struct {
-	DryRun bool        `json:"dry_run"`
-	Cutoff time.Time   `json:"cutoff"`
-	Hosts  []Host      `json:"hosts"`
-	Spool  SpoolResult `json:"spool"`
+	DryRun   bool           `json:"dry_run"`
+	Cutoff   time.Time      `json:"cutoff"`
+	Hosts    []Host         `json:"hosts"`
+	Spool    SpoolResult    `json:"spool"`
+	Receipts ReceiptsResult `json:"receipts"`
 }
 
 // Host is one host's part of a prune.
@@ -50,7 +51,14 @@ type Host struct {
 	Bytes   int64  `json:"bytes"`   // their sizes as the host reported them
 	Kept    int    `json:"kept"`    // archived handoffs not old enough yet
 	Skipped int    `json:"skipped"` // entries left alone: not a regular file with a plain *.md name
-	Error   string `json:"error,omitempty"`
+	// Unknown counts archived files the ledger has no record of (archived
+	// by another tool, or before the ledger): they have no archive time and
+	// are left alone until `handoff import processed` records them.
+	Unknown int `json:"unknown"`
+	// Names are the removed files (would be removed, in a dry run), as
+	// paths on the host.
+	Names []string `json:"names"`
+	Error string   `json:"error,omitempty"`
 }
 
 // Failed reports whether any host failed.
@@ -64,11 +72,14 @@ func (r *Report) Failed() bool {
 }
 
 // Prune deletes old acknowledged handoffs: on each selected host, the
-// regular files in every inbox's processed/ directory whose modification
-// time is before now-OlderThan; in the workspace, the spool files of
-// handoffs ingested before then (see Spool). It never touches
-// malformed/, the inboxes themselves, review drafts, or the ledger's rows,
-// never follows a symlink and never descends below processed/.
+// regular files in every inbox's processed/ directory that the ledger
+// says were archived before now-OlderThan (the writer's modification time
+// plays no part; a file the ledger does not know stays); in the
+// workspace, the spool files of handoffs ingested before then (see Spool)
+// and the per-run receipts of runs finished before then (see Receipts).
+// It never touches malformed/, the inboxes themselves, review drafts,
+// latest.json and latest.log, or the ledger's rows, never follows a
+// symlink and never descends below processed/.
 //
 // Like Sync, it holds the workspace lock (ErrLocked when another run has
 // it); a dry run locks only an existing lock file and writes nothing. A host
@@ -102,10 +113,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer unlock()
 
+	led, closeLedger, err := openLedger(wsDir, opts.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer closeLedger()
+
 	r := &Report{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]Host, len(hosts))}
 	log.Info("prune started", "workspace", wsDir, "cutoff", r.Cutoff, "dry_run", opts.DryRun, "hosts", len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
-		r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, log)
+		r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, led, log)
 	})
 
 	var selected []string
@@ -114,52 +131,64 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			selected = append(selected, h.Name)
 		}
 	}
-	sp, err := pruneSpool(ctx, wsDir, SpoolOptions{Before: r.Cutoff, Hosts: selected, DryRun: opts.DryRun})
+	if led == nil {
+		// No ledger: no run has stored anything here, so nothing in the
+		// workspace can be old.
+		log.Info("prune finished", "failed", r.Failed())
+		return r, nil
+	}
+	sp, err := Spool(ctx, led, SpoolOptions{Dir: filepath.Join(wsDir, layout.SpoolDir), Before: r.Cutoff, Hosts: selected, DryRun: opts.DryRun})
 	r.Spool = sp
 	if err != nil {
 		return r, fmt.Errorf("prune spool: %w", err)
 	}
-	log.Info("prune finished", "spool_files", sp.Files, "failed", r.Failed())
+	rc, err := Receipts(ctx, led, ReceiptsOptions{Dir: filepath.Join(wsDir, layout.ReceiptsDir), Before: r.Cutoff, DryRun: opts.DryRun})
+	r.Receipts = rc
+	if err != nil {
+		return r, fmt.Errorf("prune receipts: %w", err)
+	}
+	log.Info("prune finished", "spool_files", sp.Files, "receipts", rc.Files, "failed", r.Failed())
 	return r, nil
 }
 
-// pruneSpool opens the ledger (a scratch copy in a dry run, so that not even
-// SQLite's side files appear) and prunes the spool. A workspace without a
-// ledger has nothing to prune and gets none.
-func pruneSpool(ctx context.Context, ws string, o SpoolOptions) (SpoolResult, error) {
-	o.Dir = filepath.Join(ws, layout.SpoolDir)
+// openLedger opens the workspace's ledger (a scratch copy in a dry run, so
+// that not even SQLite's side files appear). A workspace without a ledger
+// gets nil: nothing there has an archive time.
+func openLedger(ws string, dryRun bool) (*ledger.Ledger, func(), error) {
 	ledgerPath := filepath.Join(ws, layout.LedgerFile)
 	if _, err := os.Stat(ledgerPath); errors.Is(err, os.ErrNotExist) {
-		return SpoolResult{}, nil
+		return nil, func() {}, nil
 	}
-	if o.DryRun {
+	cleanup := func() {}
+	if dryRun {
 		tmp, err := os.MkdirTemp("", "handoff-prune-dry-run-")
 		if err != nil {
-			return SpoolResult{}, err
+			return nil, nil, err
 		}
-		defer os.RemoveAll(tmp)
+		cleanup = func() { os.RemoveAll(tmp) }
 		if err := ledger.Copy(ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
-			return SpoolResult{}, fmt.Errorf("dry run: %w", err)
+			cleanup()
+			return nil, nil, fmt.Errorf("dry run: %w", err)
 		}
 		ledgerPath = filepath.Join(tmp, "ledger.db")
 	}
 	led, err := ledger.Open(ledgerPath)
 	if err != nil {
-		return SpoolResult{}, err
+		cleanup()
+		return nil, nil, err
 	}
-	defer led.Close()
-	return Spool(ctx, led, o)
+	return led, func() { led.Close(); cleanup() }, nil
 }
 
 // pruneHost prunes one host under its deadline.
-func pruneHost(ctx context.Context, h manifest.HostConfig, opts Options, cutoff time.Time, log *slog.Logger) Host {
-	hp := Host{Name: h.Name}
+func pruneHost(ctx context.Context, h manifest.HostConfig, opts Options, cutoff time.Time, led *ledger.Ledger, log *slog.Logger) Host {
+	hp := Host{Name: h.Name, Names: []string{}}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	fsys, err := opts.Dial.Or(log)(ctx, h)
 	if err == nil {
 		defer fsys.Close()
-		err = pruneInboxes(ctx, fsys, h, opts.DryRun, cutoff, &hp, log)
+		err = pruneInboxes(ctx, fsys, h, opts.DryRun, cutoff, led, &hp, log)
 	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -171,7 +200,7 @@ func pruneHost(ctx context.Context, h manifest.HostConfig, opts Options, cutoff 
 	return hp
 }
 
-func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig, dryRun bool, cutoff time.Time, hp *Host, log *slog.Logger) error {
+func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig, dryRun bool, cutoff time.Time, led *ledger.Ledger, hp *Host, log *slog.Logger) error {
 	cfg := setup.ClaimConfig(h, log)
 	inboxes, err := claim.Discover(ctx, fsys, cfg)
 	if err != nil {
@@ -184,7 +213,13 @@ func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig,
 			log.Info("inbox skipped", "host", h.Name, "inbox", in.Path, "state", in.State)
 			continue
 		}
-		if err := pruneProcessed(ctx, fsys, h.Name, path.Join(in.Path, claim.ProcessedDir), dryRun, cutoff, hp, log); err != nil {
+		archived := map[string]time.Time{}
+		if led != nil {
+			if archived, err = led.ArchivedTimes(ctx, h.Name, in.Path); err != nil {
+				return err
+			}
+		}
+		if err := pruneProcessed(ctx, fsys, h.Name, path.Join(in.Path, claim.ProcessedDir), dryRun, cutoff, archived, hp, log); err != nil {
 			return err
 		}
 	}
@@ -192,10 +227,11 @@ func pruneInboxes(ctx context.Context, fsys transport.FS, h manifest.HostConfig,
 }
 
 // pruneProcessed removes the old regular files directly in dir, a
-// processed/ directory. Anything that is not a regular file with a plain
-// *.md name is left alone, and so is dir itself when it is not a real
-// directory.
-func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dryRun bool, cutoff time.Time, hp *Host, log *slog.Logger) error {
+// processed/ directory: those whose archive time (archived, keyed by
+// processed/<name>) is before cutoff. Anything that is not a regular file
+// with a plain *.md name is left alone, and so is dir itself when it is
+// not a real directory.
+func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dryRun bool, cutoff time.Time, archived map[string]time.Time, hp *Host, log *slog.Logger) error {
 	fi, err := fsys.Lstat(ctx, dir)
 	switch {
 	case errors.Is(err, transport.ErrNotExist):
@@ -216,7 +252,12 @@ func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dr
 			log.Debug("left alone", "host", host, "dir", dir, "name", claim.Quote(e.Name), "mode", e.Mode.String())
 			continue
 		}
-		if !e.ModTime.Before(cutoff) {
+		at, known := archived[path.Join(claim.ProcessedDir, e.Name)]
+		if !known {
+			hp.Unknown++
+			continue
+		}
+		if !at.Before(cutoff) {
 			hp.Kept++
 			continue
 		}
@@ -231,7 +272,7 @@ func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dr
 			if err != nil {
 				return fmt.Errorf("lstat %s: %w", claim.Quote(name), err)
 			}
-			if !cur.IsRegular() || !cur.ModTime.Before(cutoff) {
+			if !cur.IsRegular() {
 				hp.Skipped++
 				continue
 			}
@@ -244,7 +285,8 @@ func pruneProcessed(ctx context.Context, fsys transport.FS, host, dir string, dr
 		}
 		hp.Removed++
 		hp.Bytes = addSize(hp.Bytes, e.Size)
-		log.Debug("pruned", "host", host, "name", claim.Quote(name), "size", e.Size, "mtime", e.ModTime, "dry_run", dryRun)
+		hp.Names = append(hp.Names, name)
+		log.Debug("pruned", "host", host, "name", claim.Quote(name), "size", e.Size, "archived", at, "dry_run", dryRun)
 	}
 	return nil
 }

@@ -230,8 +230,14 @@ func TestPrune(t *testing.T) {
 			t.Fatalf("hosts: %+v", r.Hosts)
 		}
 		h := r.Hosts[0]
-		if h.Name != "canonical" || h.Removed != 3 || h.Bytes != wantBytes || h.Kept != 1 || h.Skipped != 4 {
-			t.Errorf("dry=%v host: %+v, want 3 removed (%d bytes), 1 kept, 4 skipped", r.DryRun, h, wantBytes)
+		if h.Name != "canonical" || h.Removed != 3 || h.Bytes != wantBytes || h.Kept != 0 || h.Unknown != 1 || h.Skipped != 4 {
+			t.Errorf("dry=%v host: %+v, want 3 removed (%d bytes), 1 unknown, 4 skipped", r.DryRun, h, wantBytes)
+		}
+		if len(h.Names) != 3 {
+			t.Errorf("dry=%v names %q, want the 3 removed", r.DryRun, h.Names)
+		}
+		if r.Receipts.Files != 0 {
+			t.Errorf("dry=%v receipts: %+v, want the setup sync's kept: it is the newest", r.DryRun, r.Receipts)
 		}
 		if r.Spool.Files != 3 || r.Spool.Bytes != wantSpoolBytes {
 			t.Errorf("dry=%v spool: %+v, want 3 files (%d bytes)", r.DryRun, r.Spool, wantSpoolBytes)
@@ -258,14 +264,19 @@ func TestPrune(t *testing.T) {
 	}
 }
 
-// TestPruneKeepsYoung: with a cutoff before everything, nothing goes.
+// TestPruneKeepsYoung: with a cutoff before everything, nothing goes,
+// however old the writers' modification times: files are aged by when
+// the ledger says they were archived.
 func TestPruneKeepsYoung(t *testing.T) {
 	f := newPruneFixture(t)
+	for _, p := range f.processed {
+		setMtime(t, p, time.Now().Add(-365*24*time.Hour))
+	}
 	r, err := prune.Run(context.Background(), prune.Options{Manifest: f.M, OlderThan: thirtyDays})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Hosts[0].Removed != 0 || r.Spool.Files != 0 {
+	if r.Hosts[0].Removed != 0 || r.Hosts[0].Kept != 3 || r.Spool.Files != 0 || r.Receipts.Files != 0 {
 		t.Fatalf("removed young handoffs: %+v", r)
 	}
 	for _, p := range f.processed {
@@ -354,5 +365,76 @@ func TestPruneLockedAndUsage(t *testing.T) {
 	}
 	if _, err := prune.Run(context.Background(), prune.Options{Manifest: f.M, OlderThan: time.Hour, Hosts: []string{"nope"}}); !errors.As(err, &ue) {
 		t.Fatalf("unknown host: %v, want a usage error", err)
+	}
+}
+
+// TestPruneReceipts: old per-run receipts go; latest.*, the newest
+// receipt (the one latest.json copies), the newest receipt of a run that
+// was not ok, receipts of runs not finished or not in the ledger, and
+// young ones stay. Invariant: the record of the last run and of the last
+// failure is never lost.
+func TestPruneReceipts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	led, err := ledger.Open(filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer led.Close()
+	rdir := filepath.Join(dir, "receipts")
+	runs := []struct{ id, outcome string }{
+		{"r1-ok", "ok"}, {"r2-partial", "partial"}, {"r3-failed", "failed"}, {"r4-ok", "ok"}, {"r5-unfinished", ""},
+	}
+	for _, r := range runs {
+		if err := led.StartRun(ctx, r.id, "apply"); err != nil {
+			t.Fatal(err)
+		}
+		if r.outcome != "" {
+			if err := led.FinishRun(ctx, r.id, r.outcome, "", filepath.Join(rdir, r.id+".json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustWriteFile(t, filepath.Join(rdir, r.id+".json"), "{}")
+	}
+	// Distinct finish times, in this order, a day apart.
+	for i, r := range runs {
+		at := time.Now().Add(time.Duration(i-10) * 24 * time.Hour).UTC().Format(time.RFC3339Nano)
+		if _, err := led.DB().Exec(`UPDATE runs SET finished_at = ? WHERE run_id = ? AND finished_at != ''`, at, r.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"latest.json", "latest.log", "stranger.json"} {
+		mustWriteFile(t, filepath.Join(rdir, n), "x")
+	}
+	opts := prune.ReceiptsOptions{Dir: rdir, Before: time.Now().Add(time.Hour)}
+	dry := opts
+	dry.DryRun = true
+	before := testenv.TreeHash(t, rdir)
+	d, err := prune.Receipts(ctx, led, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := testenv.TreeHash(t, rdir); after != before {
+		t.Fatal("dry run changed the tree")
+	}
+	r, err := prune.Receipts(ctx, led, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "r1-ok.json r2-partial.json"
+	for _, res := range []prune.ReceiptsResult{d, r} {
+		if got := strings.Join(res.Names, " "); got != want || res.Files != 2 {
+			t.Errorf("removed %q (%d), want %q", got, res.Files, want)
+		}
+	}
+	for _, n := range []string{"r3-failed.json", "r4-ok.json", "r5-unfinished.json", "latest.json", "latest.log", "stranger.json"} {
+		if _, err := os.Lstat(filepath.Join(rdir, n)); err != nil {
+			t.Errorf("%s must stay: %v", n, err)
+		}
+	}
+	// Nothing is old before the cutoff.
+	opts.Before = time.Now().Add(-time.Hour)
+	if r, err := prune.Receipts(ctx, led, opts); err != nil || r.Files != 0 {
+		t.Fatalf("young receipts removed: %+v, %v", r, err)
 	}
 }

@@ -24,6 +24,12 @@ const (
 	Rejected = "rejected" // never read: moved into malformed/ as it was
 )
 
+// How a query named a Match.
+const (
+	ByName   = "name"   // its name, archived name, path or SHA-256 prefix
+	ByTarget = "target" // a workspace path its result wrote or drafted
+)
+
 // Match is one ledger record that a `handoff where` query names: a
 // stored source and what became of it, or a rejected file.
 type Match struct {
@@ -56,6 +62,9 @@ type Match struct {
 	IngestedAt time.Time `json:"ingested_at,omitzero"`
 	// AppliedFrom is, for a duplicate, the source whose copy got the result.
 	AppliedFrom *Source `json:"applied_from,omitempty"`
+	// MatchedBy says how the query named it: ByName, or ByTarget for the
+	// handoffs whose result names the queried workspace path.
+	MatchedBy string `json:"matched_by"`
 }
 
 // Source names one stored source.
@@ -74,8 +83,12 @@ type Source struct {
 // in the inbox (with or without .md), its archived name
 // (<stem>.<sha12>.md), its full path (optionally host:path) or the start of
 // its SHA-256 (at least 4 hex digits), and returns every stored source and
-// rejected file it names, oldest first. No match is an empty result. A
-// workspace without a ledger is ErrNoLedger.
+// rejected file it names, oldest first. A query that is a path in the
+// workspace (memory/cards/x.md, TOOLS.md, a review draft's
+// memory/handoff-inbox/<stem>.<sha12>.md; relative, ./-prefixed or
+// absolute) also finds the handoffs whose result names that target: the
+// copy each result came from. No match is an empty result. A workspace
+// without a ledger is ErrNoLedger.
 //
 // Where writes nothing; see ledger.View for how it reads.
 func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
@@ -98,6 +111,22 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	if err != nil {
 		return nil, err
 	}
+	by := map[int64]string{}
+	for _, s := range srcs {
+		by[s.ID] = ByName
+	}
+	if target := workspacePath(ws, query); target != "" {
+		wrote, err := v.TargetWrites(ctx, target)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range wrote {
+			if by[s.ID] == "" {
+				by[s.ID] = ByTarget
+				srcs = append(srcs, s)
+			}
+		}
+	}
 	rejs, err := v.FindRejects(ctx, query)
 	if err != nil {
 		return nil, err
@@ -105,7 +134,7 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	out := []Match{}
 	for _, s := range srcs {
 		m := Match{
-			Kind: Stored, Host: s.Host, Inbox: s.Inbox, Name: s.Name, Path: path.Join(s.Inbox, s.Name),
+			Kind: Stored, MatchedBy: by[s.ID], Host: s.Host, Inbox: s.Inbox, Name: s.Name, Path: path.Join(s.Inbox, s.Name),
 			SHA256: s.SHA256, Size: s.Size, StoredAt: s.StoredAt, StoredRun: s.StoredRun,
 			Result: s.Result, Reason: s.Reason, ArchivedAs: s.ArchivedAs, Archived: s.Archived,
 			IngestRun: s.IngestRun, IngestedAt: s.IngestedAt,
@@ -123,11 +152,30 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	}
 	for _, r := range rejs {
 		out = append(out, Match{
-			Kind: Rejected, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
+			Kind: Rejected, MatchedBy: ByName, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
 			Size: r.Size, StoredAt: r.At, Result: receipts.ResultRejected, Reason: r.Reason,
 			ArchivedAs: r.ArchivedAs, Archived: r.ArchivedAs != "", IngestRun: r.RunID, IngestedAt: r.At,
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StoredAt.Before(out[j].StoredAt) })
 	return out, nil
+}
+
+// workspacePath is query as a slash path relative to the workspace, when
+// it can name a file there: relative (./ allowed) or absolute inside ws,
+// with no .. and not the workspace itself. Else "".
+func workspacePath(ws, query string) string {
+	q := query
+	if filepath.IsAbs(q) {
+		rel, err := filepath.Rel(ws, q)
+		if err != nil {
+			return ""
+		}
+		q = rel
+	}
+	q = path.Clean(filepath.ToSlash(q))
+	if q == "." || q == ".." || strings.HasPrefix(q, "../") || strings.HasPrefix(q, "/") {
+		return ""
+	}
+	return q
 }

@@ -189,3 +189,49 @@ func TestWhereDuringRun(t *testing.T) {
 		t.Fatalf("during a run: %+v", ms)
 	}
 }
+
+// TestWhereTarget: a workspace path finds the handoffs whose result names
+// it (a card, a document, a review draft), oldest first, marked ByTarget;
+// a path outside the workspace finds nothing.
+func TestWhereTarget(t *testing.T) {
+	e := newDrEnv(t, "")
+	doc1 := testenv.Doc("TOOLS.md", "- one")
+	doc2 := testenv.Doc("TOOLS.md", "- two")
+	rev := testenv.Doc("../outside.md", "- nope")
+	e.Put(e.Inbox, "d1.md", doc1)
+	e.Put(e.Inbox, "card.md", testenv.Card("x.md", "body"))
+	e.Put(e.Inbox, "rev.md", rev)
+	e.sync()
+	e.Put(e.Inbox2, "d2.md", doc2)
+	e.sync()
+
+	for _, q := range []string{"TOOLS.md", "./TOOLS.md", filepath.Join(e.WS, "TOOLS.md")} {
+		ms := drWhere(t, e.WS, q)
+		if len(ms) != 2 || ms[0].Name != "d1.md" || ms[1].Name != "d2.md" {
+			t.Fatalf("%q: %+v, want d1.md then d2.md", q, ms)
+		}
+		for _, m := range ms {
+			if m.MatchedBy != where.ByTarget || m.Target != "TOOLS.md" || m.Result != "routed" || m.AfterSHA256 == "" {
+				t.Errorf("%q: %+v", q, m)
+			}
+		}
+		if ms[1].BeforeSHA256 != ms[0].AfterSHA256 {
+			t.Errorf("%q: the second append's before %s is not the first's after %s", q, ms[1].BeforeSHA256, ms[0].AfterSHA256)
+		}
+	}
+	if ms := drWhere(t, e.WS, "memory/cards/x.md"); len(ms) != 1 || ms[0].Name != "card.md" || ms[0].BeforeSHA256 != "" {
+		t.Fatalf("card: %+v", ms)
+	}
+	draft := "memory/handoff-inbox/rev." + drSha12(rev) + ".md"
+	if ms := drWhere(t, e.WS, draft); len(ms) != 1 || ms[0].Name != "rev.md" || ms[0].Result != "review" || ms[0].Reason != "unsafe-target" {
+		t.Fatalf("review draft: %+v", ms)
+	}
+	if ms := drWhere(t, e.WS, "d1.md"); len(ms) != 1 || ms[0].MatchedBy != where.ByName {
+		t.Fatalf("by name: %+v", ms)
+	}
+	for _, q := range []string{"../TOOLS.md", filepath.Join(e.Dir, "TOOLS.md"), "USER.md"} {
+		if ms := drWhere(t, e.WS, q); len(ms) != 0 {
+			t.Errorf("%q: %+v, want nothing", q, ms)
+		}
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
+	"github.com/handoff-sync/handoff/receipts"
+)
+
+func init() { commands = append(commands, newInstructionsCmd) }
+
+func newInstructionsCmd(g *globals) *cobra.Command {
+	var manifestPath, host, harness string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "instructions --host NAME [--harness .claude|.codex|...]",
+		Short: "Print the closeout instruction for an agent's CLAUDE.md or AGENTS.md on a host",
+		Long: `instructions prints the block to put in the agent instruction file (CLAUDE.md,
+AGENTS.md) on a writer host: write a memory handoff at the end of substantial
+work, into which inbox, and, when the host has a mirror, read canonical memory
+from it and take update-card hashes from its SHA256SUMS. The inboxes are those
+the last sync found on the host (run ` + "`handoff sync`" + ` first for a new host).
+
+With --harness only that harness's inboxes are named (.claude for Claude Code,
+.codex for Codex, and so on).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := loadManifest(manifestPath)
+			if err != nil {
+				return err
+			}
+			if host == "" {
+				return &exitError{code: exitUsage, err: fmt.Errorf("instructions: which host? the manifest lists %s", strings.Join(m.HostNames(), ", ")),
+					hint: "name one with --host NAME"}
+			}
+			h, ok := m.Host(host)
+			if !ok {
+				return &exitError{code: exitUsage, err: fmt.Errorf("instructions: no host %q in %s", host, m.Path),
+					hint: "the manifest lists " + strings.Join(m.HostNames(), ", ")}
+			}
+			if harness != "" && !slices.Contains(h.Harnesses, harness) {
+				return &exitError{code: exitUsage, err: fmt.Errorf("instructions: %q is not a harness of host %s", harness, host),
+					hint: "its harnesses are " + strings.Join(h.Harnesses, ", ")}
+			}
+			in := mirror.GuideInput{Host: h.Name, Canonical: handoff.CanonicalName()}
+			if h.Mirror != nil {
+				in.Dir = h.Mirror.Path
+				in.Cards, in.Documents = h.Mirror.Includes(manifest.MirrorCards), h.Mirror.Includes(manifest.MirrorDocuments)
+			}
+			if rc, err := receipts.Read(filepath.Join(m.Workspace, layout.ReceiptsDir, "latest.json")); err == nil {
+				for _, rh := range rc.Hosts {
+					if rh.Name != h.Name {
+						continue
+					}
+					for _, ib := range rh.Inboxes {
+						in.Inboxes = append(in.Inboxes, ib.Path)
+					}
+					if rh.Mirror != nil && rh.Mirror.Dir != "" {
+						in.Dir = rh.Mirror.Dir
+					}
+				}
+			}
+			in.Inboxes = append(in.Inboxes, h.Inboxes...)
+			slices.Sort(in.Inboxes)
+			in.Inboxes = slices.Compact(in.Inboxes)
+			text := mirror.Instructions(in, harness)
+			if asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"host": h.Name, "harness": harness, "mirror": in.Dir, "inboxes": in.Inboxes, "text": text})
+			}
+			fmt.Fprint(g.stdout, text)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
+	f.StringVar(&host, "host", "", "the writer host the instruction is for")
+	f.StringVar(&harness, "harness", "", "name only this harness's inboxes (.claude, .codex, ...)")
+	f.BoolVar(&asJSON, "json", false, "print the text with its host, mirror and inboxes as JSON")
+	return cmd
+}

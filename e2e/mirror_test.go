@@ -1,0 +1,197 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/handoff-sync/handoff/internal/failpoint"
+	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/mirror"
+)
+
+// mirrorWorld is a laptop reached over real OpenSSH whose mirror is at
+// an absolute path on it.
+type mirrorWorld struct {
+	*world
+	home, dir, inbox string
+	env              []string
+}
+
+func newMirrorWorld(t *testing.T) *mirrorWorld {
+	t.Helper()
+	srv := sshdtest.StartOpenSSH(t, sshdtest.Options{})
+	w := newWorld(t)
+	mw := &mirrorWorld{world: w, home: filepath.Join(w.dir, "home"), dir: filepath.Join(w.dir, "laptop-mirror"),
+		inbox: filepath.Join(w.dir, "laptop/app/.claude/memory-handoffs")}
+	mustMkdir(t, mw.home)
+	mustMkdir(t, mw.inbox)
+	writeManifest(t, w.manifest, w.ws, hostYAML("laptop", sshBlock(srv, ""), []string{mw.inbox}, nil,
+		fmt.Sprintf("mirror: {path: %s}", mw.dir)))
+	mw.env = childEnv(mw.home)
+	return mw
+}
+
+func (mw *mirrorWorld) syncOK(t *testing.T, env ...string) mirror.Result {
+	t.Helper()
+	r := runHandoff(t, append(slices.Clone(mw.env), env...), "sync", "--manifest", mw.manifest, "--json")
+	if r.code != 0 {
+		t.Fatalf("sync: %v", r)
+	}
+	h := receiptHost(t, decodeReceipt(t, r), "laptop")
+	if h.Mirror == nil || h.Mirror.Outcome != mirror.OutcomeOK {
+		t.Fatalf("mirror %+v", h.Mirror)
+	}
+	return mirror.Result{Outcome: h.Mirror.Outcome, Sent: h.Mirror.Sent, Removed: h.Mirror.Removed, Generation: h.Mirror.Generation}
+}
+
+// sumsOK runs sha256sum -c in the mirror and checks that the mirror holds
+// exactly the workspace's cards, with no temporary file.
+func (mw *mirrorWorld) sumsOK(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+	cmd.Dir = mw.dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sha256sum -c on the laptop: %v\n%s", err, out)
+	}
+	ws, mirrored := hashTree(t, filepath.Join(mw.ws, "memory/cards")), hashTree(t, filepath.Join(mw.dir, "memory/cards"))
+	for k := range ws {
+		if strings.HasPrefix(k, ".handoff-") {
+			delete(ws, k)
+		}
+	}
+	if !maps_equal(ws, mirrored) {
+		t.Fatalf("mirror cards %v; workspace %v", mirrored, ws)
+	}
+	var info mirror.Info
+	data, _ := os.ReadFile(filepath.Join(mw.dir, "MIRROR.json"))
+	if err := json.Unmarshal(data, &info); err != nil || !info.Complete {
+		t.Fatalf("MIRROR.json %s: %v", data, err)
+	}
+}
+
+func maps_equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+const mirrorCard = "---\ntopic: t\ncategory: c\ntags: []\n---\n"
+
+// TestMirrorOverOpenSSH is the loop of issue 14 over real OpenSSH: a sync
+// promotes card X; the laptop's mirror holds X and sha256sum -c passes
+// there; an update-card carrying the mirror's hash of X is promoted by the
+// next sync; a second update still carrying the old hash waits as
+// hash-conflict. An idle run sends nothing.
+func TestMirrorOverOpenSSH(t *testing.T) {
+	mw := newMirrorWorld(t)
+	mustWrite(t, filepath.Join(mw.inbox, "a.md"), cardHandoff("create-card", "x.md", mirrorCard+"first"))
+	res := mw.syncOK(t)
+	if res.Generation != 1 || !slices.Contains(res.Sent, "memory/cards/x.md") {
+		t.Fatalf("first publish %+v", res)
+	}
+	mw.sumsOK(t)
+	mirrored, err := os.ReadFile(filepath.Join(mw.dir, "memory/cards/x.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Lstat(filepath.Join(mw.dir, "memory/cards/x.md"))
+	if fi.Mode().Perm() != 0o444 {
+		t.Errorf("mirrored card mode %v; want 0444", fi.Mode())
+	}
+	old := sum(string(mirrored))
+
+	mustWrite(t, filepath.Join(mw.inbox, "b.md"), cardHandoff("update-card", "x.md", mirrorCard+"second", "Expected card SHA256", old))
+	res = mw.syncOK(t)
+	got, _ := os.ReadFile(filepath.Join(mw.ws, "memory/cards/x.md"))
+	if !strings.Contains(string(got), "second") || res.Generation != 2 {
+		t.Fatalf("update with the mirror's hash: card %q, publish %+v", got, res)
+	}
+	mw.sumsOK(t)
+
+	mustWrite(t, filepath.Join(mw.inbox, "c.md"), cardHandoff("update-card", "x.md", mirrorCard+"stale", "Expected card SHA256", old))
+	r := runHandoff(t, mw.env, "sync", "--manifest", mw.manifest, "--json")
+	rc := decodeReceipt(t, r)
+	found := false
+	for _, h := range rc.Handoffs {
+		found = found || h.Name == "c.md" && h.Reason == "hash-conflict"
+	}
+	if !found {
+		t.Errorf("stale update not held as hash-conflict: %+v", rc.Handoffs)
+	}
+	if m := receiptHost(t, rc, "laptop").Mirror; len(m.Sent)+len(m.Removed) != 0 {
+		t.Errorf("nothing changed, yet the mirror sent %q removed %q", m.Sent, m.Removed)
+	}
+}
+
+// TestMirrorCrashAtEveryFailpoint kills the publisher (the laptop's pull
+// worker) at each mirror failpoint, then runs again. Invariants: while
+// crashed, every file of the mirror holds its old or its new bytes; ingest
+// is unaffected (the run is partial, the card applied); the next run
+// completes the mirror (sha256sum -c passes, no temporary file, the cards
+// are the workspace's).
+func TestMirrorCrashAtEveryFailpoint(t *testing.T) {
+	for _, fp := range failpoint.Names {
+		if !strings.HasPrefix(fp, "mirror.") {
+			continue
+		}
+		t.Run(fp, func(t *testing.T) {
+			mw := newMirrorWorld(t)
+			for _, n := range []string{"a", "b", "c"} {
+				mustWrite(t, filepath.Join(mw.inbox, n+".md"), cardHandoff("create-card", n+".md", mirrorCard+"v1 of "+n))
+			}
+			mw.syncOK(t)
+			mw.sumsOK(t)
+			oldTree := hashTree(t, mw.dir)
+			// The next run changes a, adds d, and (by hand on the canonical
+			// host) c is gone.
+			a, _ := os.ReadFile(filepath.Join(mw.dir, "memory/cards/a.md"))
+			mustWrite(t, filepath.Join(mw.inbox, "a2.md"), cardHandoff("update-card", "a.md", mirrorCard+"v2 of a", "Expected card SHA256", sum(string(a))))
+			mustWrite(t, filepath.Join(mw.inbox, "d.md"), cardHandoff("create-card", "d.md", mirrorCard+"v1 of d"))
+			if err := os.Remove(filepath.Join(mw.ws, "memory/cards/c.md")); err != nil {
+				t.Fatal(err)
+			}
+			r := runHandoff(t, append(slices.Clone(mw.env), failpoint.Env+"="+fp), "sync", "--manifest", mw.manifest, "--json")
+			rc := decodeReceipt(t, r)
+			m := receiptHost(t, rc, "laptop").Mirror
+			if r.code != 1 || m == nil || m.Outcome != mirror.OutcomeError {
+				t.Fatalf("failpoint %s not reached: %v\nmirror %+v", fp, r, m)
+			}
+			if got, _ := os.ReadFile(filepath.Join(mw.ws, "memory/cards/a.md")); !strings.Contains(string(got), "v2 of a") {
+				t.Fatalf("ingest was affected by the mirror's crash: a.md = %q", got)
+			}
+			// Old or new bytes, file by file.
+			newTree := map[string]string{}
+			for k, v := range hashTree(t, filepath.Join(mw.ws, "memory/cards")) {
+				newTree["memory/cards/"+k] = v
+			}
+			for k, v := range hashTree(t, mw.dir) {
+				base := filepath.Base(k)
+				if strings.HasPrefix(base, ".handoff-") || !strings.HasPrefix(k, "memory/cards/") {
+					continue
+				}
+				if v != oldTree[k] && v != newTree[k] {
+					t.Errorf("%s holds neither its old nor its new bytes after a crash at %s", k, fp)
+				}
+			}
+			mw.syncOK(t)
+			mw.sumsOK(t)
+			for k := range hashTree(t, mw.dir) {
+				if strings.Contains(k, ".handoff-") {
+					t.Errorf("temporary file %s left after the next run", k)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,141 @@
+package mirror
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/layout"
+)
+
+// GuideInput is what a host's writer's guide and closeout instruction
+// say about that host.
+type GuideInput struct {
+	Host      string   // the host's name in the manifest
+	Canonical string   // the canonical host's name
+	Dir       string   // the mirror directory; "" when the host has none
+	Inboxes   []string // the host's inboxes, as discovered or listed
+	Cards     bool     // the mirror holds cards
+	Documents bool     // the mirror holds documents
+}
+
+// Guide returns HANDOFF.md for a host: how to write a handoff that the
+// canonical host applies, in our words. It holds no time or run id, so it
+// changes only when what it says changes.
+func Guide(g GuideInput) []byte {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Writing memory handoffs on %s\n\n", g.Host)
+	w("This directory is a read-only copy of the canonical memory kept on %s,\n", g.Canonical)
+	w("published by `handoff sync` after each run. Do not edit it: changes are\n")
+	w("overwritten by the next publish. To change memory, write a handoff.\n\n")
+
+	w("## Reading memory\n\n")
+	if g.Cards {
+		w("- Cards: `%s/*.md`, one topic each, with YAML front matter.\n", path.Join(g.Dir, layout.CardsDir))
+	}
+	if g.Documents {
+		w("- Documents: `TOOLS.md`, `USER.md`, `rules/*.md` and `.learnings/*.md` here.\n")
+	}
+	w("- `SHA256SUMS` lists every file's SHA-256; `sha256sum -c SHA256SUMS` run\n")
+	w("  in this directory checks the copy.\n")
+	w("- `MIRROR.json` says which run published it (`generation`, `published_at`).\n")
+	w("  While `complete` is false a publish is under way: read again shortly.\n\n")
+
+	w("## Where handoffs go\n\n")
+	if len(g.Inboxes) == 0 {
+		w("No inbox was found on this host. Create `<repo>/.claude/memory-handoffs/`\n")
+		w("(or `.codex`, `.grok`, `.hermes`) in a repository the manifest discovers.\n\n")
+	} else {
+		w("Write one file per handoff, named like `2026-04-20-1537-short-slug.md`, into\n")
+		w("the inbox of the repository you worked in:\n\n")
+		for _, in := range g.Inboxes {
+			w("- `%s/`\n", in)
+		}
+		w("\n")
+	}
+	w("Write the file in one go and leave it alone; it is collected once it has\n")
+	w("not changed for a few seconds. Check it first with `handoff lint --mirror %s FILE`\n", g.Dir)
+	w("if `handoff` is installed on this host.\n\n")
+
+	w("## The format\n\n")
+	w("```markdown\n# Memory Handoff\n\n## Type\ndecision\n\n## Title\nA short, specific title\n\n")
+	w("## Summary\nWhat happened and why it matters.\n\n## Recommended memory action\nupdate-card\n\n")
+	w("## Target card\nNAME.md\n\n## Expected card SHA256\n<sha256 of %s/NAME.md>\n\n", path.Join(g.Dir, layout.CardsDir))
+	w("## Suggested card content\n---\ntopic: ...\ncategory: ...\ntags: [...]\n---\nThe whole card, as it should be saved.\n```\n\n")
+	w("- Type is one of: %s.\n", strings.Join(ingest.Types(), ", "))
+	w("- Recommended memory action is `create-card` (a new card), `update-card`\n")
+	w("  (replace a card) or `no-card` (add text to a document, with `## Target\n")
+	w("  document` and `## Suggested document content`).\n")
+	w("- Documents a no-card handoff may add to: %s.\n", strings.Join(ingest.Documents(), ", "))
+	w("- Optional sections: `## Durable facts`, `## Evidence`, `## Reviewer notes`.\n\n")
+
+	w("## Updating a card\n\n")
+	w("update-card replaces the whole card. Start from the card in this mirror,\n")
+	w("keep what still holds, and put the complete new card in `## Suggested card\n")
+	w("content`. `## Expected card SHA256` is the card's hash as listed in\n")
+	w("`SHA256SUMS` (or `sha256sum %s/NAME.md`). If the card changed on %s since,\n", path.Join(g.Dir, layout.CardsDir), g.Canonical)
+	w("the handoff waits for a person as `hash-conflict` instead of losing that change.\n\n")
+
+	w("## What waits for a person\n\n")
+	w("Nothing is applied that is not safe to apply; these go to review instead:\n\n")
+	for _, code := range []string{ingest.ReasonHashConflict, ingest.ReasonCardExists, ingest.ReasonCardMissing,
+		ingest.ReasonMissingExpectedSHA, ingest.ReasonMissingSection, ingest.ReasonInvalidFrontMatter,
+		ingest.ReasonSecretLike, ingest.ReasonHiddenCharacters, ingest.ReasonUnsafeTarget} {
+		w("- `%s`: %s.\n", code, ingest.Reasons[code])
+	}
+	w("\nA file that is not a handoff at all (`%s`) is quarantined.\n", ingest.ReasonParseError)
+	return []byte(b.String())
+}
+
+// Instructions returns the closeout block for a host's agent instruction
+// file (CLAUDE.md, AGENTS.md): when and where to write a handoff, and
+// where to read memory from. harness names the agent's directory
+// (".claude"); "" means any.
+func Instructions(g GuideInput, harness string) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("## Memory handoffs\n\n")
+	if g.Dir != "" {
+		w("Durable memory is kept on %s; a read-only copy is at `%s`.\n", g.Canonical, g.Dir)
+		w("Read the cards there (`%s/`) before relying on what you remember,\n", path.Join(g.Dir, layout.CardsDir))
+		w("and follow `%s` when you write a handoff.\n\n", path.Join(g.Dir, GuideFile))
+	} else {
+		w("Durable memory is kept on %s (`memory/cards/` in its workspace).\n\n", g.Canonical)
+	}
+	w("At the end of substantial work (a decision made, a bug understood, a setup\n")
+	w("that took effort), write one memory handoff before you finish:\n\n")
+	dir := "<repo>/" + harnessOr(harness) + "/memory-handoffs/"
+	w("- Put it in `%s` of the repository you worked in, named\n", dir)
+	w("  `YYYY-MM-DD-HHMM-short-slug.md`, written in one go and then left alone.\n")
+	if len(g.Inboxes) > 0 {
+		w("  Inboxes on this host:")
+		for _, in := range g.Inboxes {
+			if harness == "" || strings.Contains(in, "/"+harness+"/") {
+				w(" `%s`", in)
+			}
+		}
+		w("\n")
+	}
+	w("- Start it with `# Memory Handoff` and give `## Type`, `## Title`, `## Summary`\n")
+	w("  and `## Recommended memory action` (create-card, update-card or no-card).\n")
+	if g.Dir != "" {
+		w("- To change a card, send update-card with the whole new card and, as\n")
+		w("  `## Expected card SHA256`, the card's hash from `%s`.\n", path.Join(g.Dir, SumsFile))
+	} else {
+		w("- To change a card, send update-card with the whole new card and the\n")
+		w("  card's current SHA-256 as `## Expected card SHA256`.\n")
+	}
+	w("- Never put secrets, tokens or private keys in a handoff; such a handoff is\n")
+	w("  held for review.\n")
+	w("- Write nothing into the memory copy itself, and nothing else into the inbox.\n")
+	return b.String()
+}
+
+func harnessOr(h string) string {
+	if h == "" {
+		return ".claude"
+	}
+	return h
+}

@@ -1,0 +1,5 @@
+package mirror
+
+import "syscall"
+
+const oNoFollow = syscall.O_NOFOLLOW
