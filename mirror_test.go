@@ -101,4 +101,3 @@ func TestSyncMirrorFailureIsPartial(t *testing.T) {
 		t.Error("the card was not applied")
 	}
 }
-

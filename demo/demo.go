@@ -26,6 +26,7 @@ import (
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
 	sshfs "github.com/handoff-sync/handoff/transport/ssh"
@@ -58,12 +59,14 @@ type Options struct {
 
 // Layout of the temporary directory, relative to it.
 const (
-	laptopHome  = "laptop/home" // the embedded server's login directory
-	laptopCode  = "laptop/home/code"
-	canonHome   = "canonical/home" // for Options.Isolate; stays empty
-	sshDir      = "ssh"            // client key, known_hosts, an empty ssh_config
-	workspace   = "workspace"
-	manifestRel = "writers.yaml"
+	laptopHome = "laptop/home" // the embedded server's login directory
+	laptopCode = "laptop/home/code"
+	// laptopMirror is where the laptop gets canonical memory back.
+	laptopMirror = "laptop/home/.openclaw/mirror"
+	canonHome    = "canonical/home" // for Options.Isolate; stays empty
+	sshDir       = "ssh"            // client key, known_hosts, an empty ssh_config
+	workspace    = "workspace"
+	manifestRel  = "writers.yaml"
 )
 
 // Run lays out a laptop with two repositories and a canonical host in a
@@ -172,6 +175,9 @@ func run(ctx context.Context, w io.Writer, dir string, opts Options) error {
 	if err := printTree(w, "Laptop after the run (sources archived, never deleted) "+at(laptopCode), at(laptopCode), ""); err != nil {
 		return err
 	}
+	if err := printMirror(w, at(laptopMirror), r); err != nil {
+		return err
+	}
 	if r.Outcome != receipts.OutcomeOK {
 		return fmt.Errorf("demo: %w: outcome %s", ErrNotOK, r.Outcome)
 	}
@@ -230,8 +236,34 @@ hosts:
       connect_timeout: 10s
     discover:
       - {root: %s, max_depth: 2}
+    mirror: {path: %s}
 `, q(workspace), q(canonicalInbox), laptopMaxFileSize, port, strconv.Quote(localUser()),
-		q(sshDir+"/id_ed25519"), q(sshDir+"/known_hosts"), q(laptopCode))
+		q(sshDir+"/id_ed25519"), q(sshDir+"/known_hosts"), q(laptopCode), q(laptopMirror))
+}
+
+// printMirror shows what the laptop got back: its mirror of canonical
+// memory, with the SHA256SUMS line an update-card takes its hash from.
+func printMirror(w io.Writer, dir string, r *receipts.Receipt) error {
+	for _, h := range r.Hosts {
+		if m := h.Mirror; m != nil {
+			fmt.Fprintf(w, "\nMirror on %s: %s, generation %d, %d file(s) sent\n", h.Name, m.Outcome, m.Generation, len(m.Sent))
+			if m.Error != "" {
+				fmt.Fprintf(w, "  error: %s\n", m.Error)
+			}
+		}
+	}
+	if err := printTree(w, "Laptop's mirror of canonical memory (read-only, with exact hashes) "+dir, dir, ""); err != nil {
+		return err
+	}
+	sums, err := os.ReadFile(filepath.Join(dir, mirror.SumsFile))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s (sha256sum -c passes there; a card's line is its Expected card SHA256)\n", mirror.SumsFile)
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	return nil
 }
 
 func localUser() string {

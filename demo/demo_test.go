@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -88,6 +89,17 @@ func TestRun(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+	// The loop: the laptop's mirror holds canonical memory, and its
+	// SHA256SUMS checks out there.
+	if !regexp.MustCompile(`Mirror on laptop: ok, generation 1, \d+ file\(s\) sent`).MatchString(text) {
+		t.Error("output lacks the laptop's mirror")
+	}
+	mdir := filepath.Join(dir, filepath.FromSlash(laptopMirror))
+	cmd := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+	cmd.Dir = mdir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("sha256sum -c in the laptop's mirror: %v\n%s", err, out)
 	}
 	if t.Failed() {
 		t.Logf("output:\n%s", text)

@@ -128,3 +128,37 @@ func TestPublishEndlessListing(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishStalledHost: a host that stops answering mid-publish (its
+// rename never returns) cannot hold the publisher past its deadline.
+// Invariant: the publish ends with an error once its context does, long
+// before the server would have answered.
+func TestPublishStalledHost(t *testing.T) {
+	v := hostile.NewVFS(vhome)
+	v.Writable = true
+	release := make(chan struct{})
+	defer close(release)
+	v.Rename = func(from, to string) (bool, error) {
+		select {
+		case <-release:
+		case <-time.After(time.Minute):
+		}
+		return true, os.ErrPermission
+	}
+	f := dialVFS(t, v)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan Result, 1)
+	go func() {
+		r, _ := Publish(ctx, f, nil, Options{Host: "stalled", Dir: "~/mirror", Files: files("TOOLS.md", "x\n"), Now: time.Now()})
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.Outcome != OutcomeError {
+			t.Fatalf("outcome %s; want an error", r.Outcome)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the publish was still waiting on a stalled host 30 s after its 0.5 s deadline")
+	}
+}

@@ -230,3 +230,31 @@ func sha256sumCheck(t *testing.T, dir string) {
 		}
 	}
 }
+
+// noReplace is a host whose server cannot replace atomically (no
+// posix-rename@openssh.com) and whose rename refuses an existing name.
+type noReplace struct{ localHome }
+
+func (noReplace) Replace(context.Context, string, string) error { return transport.ErrUnsupported }
+
+// TestPublishWithoutPosixRename: without posix-rename, a changed file is
+// swapped in by moving the old one aside; the mirror ends exact, with no
+// file left aside.
+func TestPublishWithoutPosixRename(t *testing.T) {
+	home := t.TempDir()
+	fsys := noReplace{localHome{home: home}}
+	dir := filepath.Join(home, "mirror")
+	r, st := publish(t, fsys, nil, files("memory/cards/a.md", "v1\n"), false)
+	mustOK(t, r)
+	r, _ = publish(t, fsys, st, files("memory/cards/a.md", "v2\n"), false)
+	mustOK(t, r)
+	if got, _ := os.ReadFile(filepath.Join(dir, "memory/cards/a.md")); string(got) != "v2\n" {
+		t.Errorf("a.md = %q; want v2", got)
+	}
+	sha256sumCheck(t, dir)
+	for k := range testenv.Tree(t, dir) {
+		if strings.Contains(k, ".handoff-") {
+			t.Errorf("left behind: %s", k)
+		}
+	}
+}

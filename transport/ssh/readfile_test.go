@@ -135,8 +135,9 @@ func TestReadFileCloseBound(t *testing.T) {
 // Invariant: with concurrent reads on, pkg/sftp sizes the work of
 // File.Read, File.WriteTo and File.ReadFrom (and of io.Copy, io.ReadAll …
 // given a File) from what the server claims. This package only calls
-// File.ReadAt, into buffers it sized itself, Stat, Close and Name, and never
-// hands a File to anything that takes an interface.
+// File.ReadAt, into buffers it sized itself, Stat, Close and Name (and,
+// to publish a mirror, WriteAt, Sync and Chmod, none of which read), and
+// never hands a File to anything that takes an interface.
 func TestNoServerSizedReads(t *testing.T) {
 	fset := token.NewFileSet()
 	names, err := filepath.Glob("*.go")
@@ -167,7 +168,7 @@ func TestNoServerSizedReads(t *testing.T) {
 		n, ok := p.Elem().(*types.Named)
 		return ok && n.Obj().Name() == "File" && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "github.com/pkg/sftp"
 	}
-	allowed := map[string]bool{"ReadAt": true, "Stat": true, "Close": true, "Name": true}
+	allowed := map[string]bool{"ReadAt": true, "Stat": true, "Close": true, "Name": true, "WriteAt": true, "Sync": true, "Chmod": true}
 	calls := 0
 	for _, file := range files {
 		ast.Inspect(file, func(n ast.Node) bool {
