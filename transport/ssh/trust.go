@@ -52,8 +52,9 @@ func (p *TrustPlan) Changed() bool { return len(p.Replaced) > 0 }
 
 // PlanTrust works out how known_hosts must change so that it trusts key
 // (a key ScanHostKey returned) for cfg's host, and only that key of its
-// type (keys of other types the server may still have stay, unless none
-// of key's type was known: then the server has none of them any more). Lines for other hosts, comments and blank lines are kept byte for
+// type. Keys of other types, which the server may still have, stay, unless
+// none of key's type was known: then the server has none of them any
+// more. Lines for other hosts, comments and blank lines are kept byte for
 // byte. A key that is trusted or refused through a line PlanTrust does
 // not edit (a wildcard pattern, @revoked, another known_hosts file) is an
 // error naming that line.
@@ -88,7 +89,7 @@ func PlanTrust(cfg Config, key ssh.PublicKey) (*TrustPlan, error) {
 		p.Trusted = true
 		return p, nil
 	}
-	// What is left must trust the key and no other for this host.
+	// What is left must trust the key and no other of its type.
 	if err := checkEdited(p, cfg, addr, key); err != nil {
 		return nil, err
 	}
