@@ -109,7 +109,7 @@ func (t *trustCmd) trust(who string, cfg sshfs.Config, key ssh.PublicKey) error 
 	g := t.g
 	plan, err := sshfs.PlanTrust(cfg, key)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("%s: %w", who, err)}
+		return hintedError(fmt.Errorf("%s: %w", who, err))
 	}
 	fp := ssh.FingerprintSHA256(key)
 	fmt.Fprintf(g.stdout, "%s (%s) presents %s key %s\n", who, strings.Fields(plan.Line)[0], key.Type(), fp)

@@ -39,6 +39,15 @@ type TrustPlan struct {
 	mode   fs.FileMode
 }
 
+// TrustError is a known_hosts that PlanTrust will not edit: the key is
+// revoked there, or a line it does not edit trusts another key.
+type TrustError struct{ msg, hint string }
+
+func (e *TrustError) Error() string { return e.msg }
+
+// Hint says what to do.
+func (e *TrustError) Hint() string { return e.hint }
+
 // OldKey is a known_hosts line that a changed key replaces.
 type OldKey struct {
 	Line        int    // 1-based
@@ -212,8 +221,10 @@ func checkKnown(files []string, addr string, key ssh.PublicKey) error {
 	var revoked *xknownhosts.RevokedError
 	err = cb(addr, &net.TCPAddr{IP: net.IPv4zero, Port: 0}, key)
 	if errors.As(err, &revoked) {
-		return fmt.Errorf("ssh: known_hosts %s:%d marks this key @revoked; remove that line only if the key is trustworthy again",
-			revoked.Revoked.Filename, revoked.Revoked.Line)
+		return &TrustError{
+			msg:  fmt.Sprintf("ssh: known_hosts %s:%d marks this key @revoked", revoked.Revoked.Filename, revoked.Revoked.Line),
+			hint: "find out why it was revoked; remove that line only if the key is trustworthy again, then run this again",
+		}
 	}
 	return err
 }
@@ -252,8 +263,11 @@ func checkEdited(p *TrustPlan, cfg Config, addr string, key ssh.PublicKey) error
 		if w.Filename == tmp {
 			where = p.File + " (a line with a pattern)"
 		}
-		return fmt.Errorf("ssh: known_hosts %s also trusts %s key %s for %s, through a line handoff does not edit; "+
-			"edit or remove that line by hand, then run this again", where, w.Key.Type(), ssh.FingerprintSHA256(w.Key), cfg.Alias)
+		return &TrustError{
+			msg: fmt.Sprintf("ssh: known_hosts %s also trusts %s key %s for %s, through a line handoff does not edit",
+				where, w.Key.Type(), ssh.FingerprintSHA256(w.Key), cfg.Alias),
+			hint: "edit or remove that line by hand (it would keep the old key trusted), then run this again",
+		}
 	}
 	return nil
 }
