@@ -3,12 +3,15 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/handoff-sync/handoff/internal/sshdtest"
 )
@@ -17,6 +20,7 @@ import (
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"sshd":       cmdSSHD,
 	"closedport": cmdClosedPort,
+	"sshagent":   cmdSSHAgent,
 }
 
 // scriptT is the key of the script's own testing.TB in Env.Values.
@@ -72,4 +76,46 @@ func cmdClosedPort(ts *testscript.TestScript, neg bool, args []string) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	ts.Setenv(args[0], fmt.Sprint(port))
+}
+
+// cmdSSHAgent serves an ssh-agent from the test process for the rest of
+// the script, holding the private keys in the files named, and sets
+// SSH_AUTH_SOCK to its socket: sshagent KEYFILE...
+func cmdSSHAgent(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: sshagent KEYFILE...")
+	}
+	keys := agent.NewKeyring()
+	for _, f := range args {
+		b, err := os.ReadFile(ts.MkAbs(f))
+		ts.Check(err)
+		raw, err := ssh.ParseRawPrivateKey(b)
+		ts.Check(err)
+		ts.Check(keys.Add(agent.AddedKey{PrivateKey: raw}))
+	}
+	dir, err := os.MkdirTemp("", "agent") // a short path: sockets allow 108 bytes
+	ts.Check(err)
+	sock := filepath.Join(dir, "sock")
+	ln, err := net.Listen("unix", sock)
+	ts.Check(err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				agent.ServeAgent(keys, c)
+			}()
+		}
+	}()
+	ts.Defer(func() {
+		ln.Close()
+		<-done
+		os.RemoveAll(dir)
+	})
+	ts.Setenv("SSH_AUTH_SOCK", sock)
 }

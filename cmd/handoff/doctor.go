@@ -26,10 +26,13 @@ func newDoctorCmd(g *globals) *cobra.Command {
 		Use:   "doctor",
 		Short: "Check the workspace, the timer and every host; say what to fix",
 		Long: "doctor checks the workspace (writable, lock, interrupted plans, ledger integrity,\n" +
-			"review-inbox depth, the last receipt's outcome and age), the systemd timer, and\n" +
-			"every host (reachable; per inbox: pending, processed, malformed and rejected\n" +
-			"files). It prints one line per check, [ok], [warn] or [fail], with a hint under\n" +
-			"every problem, and exits 1 if any check failed. It writes nothing anywhere.",
+			"review-inbox depth, the last receipt's outcome and age), the systemd timer and\n" +
+			"the binary it is pinned to, and every host (reachable; per inbox: pending,\n" +
+			"processed, malformed and rejected files, and whether the account may archive\n" +
+			"there). It prints one line per check, [ok], [warn] or [fail], with a hint under\n" +
+			"every problem, and exits 1 if any check failed. It writes nothing but, to learn\n" +
+			"whether an inbox can be archived in, an empty directory named\n" +
+			".handoff-doctor-probe-<random> in it, removed at once.",
 		Args: cobra.NoArgs,
 		RunE: c.run,
 	}

@@ -102,7 +102,7 @@ func Dial(ctx context.Context, h manifest.HostConfig, log *slog.Logger) (transpo
 		var hk *sshfs.HostKeyError
 		if errors.As(err, &hk) {
 			named := *hk
-			named.Host = h.Name // the hint names the manifest host, not the ssh alias
+			named.Host = h.Name // the hint names the manifest host, not the ssh alias; hosts trust also trusts its jump hosts
 			return nil, fmt.Errorf("%w\nhint: %s", err, named.Hint())
 		}
 		var hinted interface{ Hint() string }
@@ -166,7 +166,7 @@ func SSHConfig(h manifest.HostConfig) (sshfs.Config, error) {
 		o.KnownHostsFiles = []string{s.KnownHosts}
 	}
 	if s.IdentitiesOnly != nil {
-		o.IdentitiesOnly = *s.IdentitiesOnly
+		o.IdentitiesOnly, o.IdentitiesOnlySet = *s.IdentitiesOnly, true
 	}
 	if s.ConnectTimeout != nil {
 		o.ConnectTimeout = s.ConnectTimeout.Duration

@@ -275,13 +275,13 @@ func (e *AuthError) Hint() string { return e.hint }
 func authFailure(cfg Config, k *keyring, err error) error {
 	hint := "check that the key is in the remote account's authorized_keys"
 	switch {
-	case len(k.encrypted) > 0:
-		hint = fmt.Sprintf("identity file %s is encrypted and no ssh-agent holds it; ssh-add it or use an unencrypted key dedicated to handoff",
-			strings.Join(k.encrypted, ", "))
-	case offeredNoKeyMethod(err):
+	case offeredNoKeyMethod(err): // no key was looked at, so none is to blame
 		hint = fmt.Sprintf("%s@%s takes no public-key login (the server offered no method a key can use, so none was tried); "+
 			"handoff logs in with keys only: set PubkeyAuthentication yes for that account in the host's sshd_config "+
 			"(check AuthenticationMethods and Match blocks too), or fix the user name", cfg.User, cfg.HostName)
+	case len(k.encrypted) > 0:
+		hint = fmt.Sprintf("identity file %s is encrypted and no ssh-agent holds it; ssh-add it or use an unencrypted key dedicated to handoff",
+			strings.Join(k.encrypted, ", "))
 	}
 	return &AuthError{msg: fmt.Sprintf("ssh: %s (%s@%s): %v: %v", cfg.Alias, cfg.User, cfg.addr(), ErrAuth, err), hint: hint}
 }

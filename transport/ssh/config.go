@@ -35,6 +35,10 @@ type Config struct {
 	IdentityFiles []string
 	// IdentitiesOnly restricts agent keys to those matching IdentityFiles.
 	IdentitiesOnly bool
+	// IdentitiesOnlySet means the caller decided IdentitiesOnly (the
+	// manifest's identities_only), false included: Resolve then leaves
+	// ssh_config's IdentitiesOnly aside.
+	IdentitiesOnlySet bool
 	// KnownHostsFiles hold the trusted host keys; ~/.ssh/known_hosts when
 	// empty. A file that does not exist counts as empty.
 	KnownHostsFiles []string
@@ -53,6 +57,17 @@ type Config struct {
 
 	SSHConfigPath string // ssh_config to read; "" = ~/.ssh/config
 	AgentSocket   string // ssh-agent socket; "" = $SSH_AUTH_SOCK
+
+	// hop is what Resolve's caller set of the settings that every
+	// ProxyJump hop takes too, over the hop's own ssh_config.
+	hop hopSettings
+}
+
+// hopSettings are the caller's (the manifest's) identity and known_hosts
+// settings, which apply to the jump hosts as much as to the target.
+type hopSettings struct {
+	identityFiles, knownHostsFiles    []string
+	identitiesOnly, identitiesOnlySet bool
 }
 
 // Resolve looks alias up in the ssh_config file (Config.SSHConfigPath of
@@ -90,6 +105,11 @@ func Resolve(alias string, override Config) (Config, error) {
 	cfg.Alias = alias
 	cfg.IdentityFiles = append([]string(nil), override.IdentityFiles...)
 	cfg.KnownHostsFiles = append([]string(nil), override.KnownHostsFiles...)
+	cfg.hop = hopSettings{
+		identityFiles:   append([]string(nil), override.IdentityFiles...),
+		knownHostsFiles: append([]string(nil), override.KnownHostsFiles...),
+		identitiesOnly:  override.IdentitiesOnly, identitiesOnlySet: override.IdentitiesOnlySet,
+	}
 	if cfg.HostName == "" {
 		v, err := get("HostName")
 		if err != nil {
@@ -140,7 +160,7 @@ func Resolve(alias string, override Config) (Config, error) {
 	for i, f := range cfg.IdentityFiles {
 		cfg.IdentityFiles[i] = expandPath(expandTokens(f, tok), home)
 	}
-	if !cfg.IdentitiesOnly {
+	if !cfg.IdentitiesOnly && !cfg.IdentitiesOnlySet {
 		v, err := get("IdentitiesOnly")
 		if err != nil {
 			return Config{}, err
@@ -406,6 +426,8 @@ func parseProxyJump(s string) ([]jumpSpec, error) {
 // resolveJumps turns cfg.ProxyJump into the configs of the hops, in the
 // order they are dialed. Each hop is resolved through the same ssh_config;
 // a hop's own ProxyJump is ignored (the chain is spelled out in full).
+// The identity files, known_hosts files and IdentitiesOnly that Resolve's
+// caller set (the manifest's) apply to every hop, over its ssh_config.
 func resolveJumps(cfg Config) ([]Config, error) {
 	specs, err := parseProxyJump(cfg.ProxyJump)
 	if err != nil {
@@ -414,11 +436,15 @@ func resolveJumps(cfg Config) ([]Config, error) {
 	var hops []Config
 	for _, s := range specs {
 		hc, err := Resolve(s.host, Config{
-			User:           s.user,
-			Port:           s.port,
-			ConnectTimeout: cfg.ConnectTimeout,
-			SSHConfigPath:  cfg.SSHConfigPath,
-			AgentSocket:    cfg.AgentSocket,
+			User:              s.user,
+			Port:              s.port,
+			IdentityFiles:     cfg.hop.identityFiles,
+			KnownHostsFiles:   cfg.hop.knownHostsFiles,
+			IdentitiesOnly:    cfg.hop.identitiesOnly,
+			IdentitiesOnlySet: cfg.hop.identitiesOnlySet,
+			ConnectTimeout:    cfg.ConnectTimeout,
+			SSHConfigPath:     cfg.SSHConfigPath,
+			AgentSocket:       cfg.AgentSocket,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ssh: ProxyJump hop %q: %w", s.host, err)

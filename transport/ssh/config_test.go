@@ -91,6 +91,7 @@ Host *
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.hop = hopSettings{} // what the hops inherit: TestResolveHopSettings
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("Resolve(%q):\n got %+v\nwant %+v", tc.alias, got, tc.want)
 			}
@@ -161,5 +162,61 @@ func TestParseProxyJump(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("parseProxyJump(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestResolveHopSettings: identities_only: false from the caller beats
+// ssh_config's IdentitiesOnly yes, and the caller's identity and
+// known_hosts files are every jump host's too, over the hop's own
+// ssh_config; what the caller left unset still comes from ssh_config.
+func TestResolveHopSettings(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	conf := writeSSHConfig(t, `Host target
+    HostName 10.0.0.9
+    IdentitiesOnly yes
+    IdentityFile ~/.ssh/target_key
+    ProxyJump jumpuser@jump:2200
+Host jump
+    HostName 10.0.0.1
+    IdentityFile ~/.ssh/jump_key
+    UserKnownHostsFile ~/.ssh/jump_known
+    IdentitiesOnly yes
+`)
+	cfg, err := Resolve("target", Config{SSHConfigPath: conf, IdentitiesOnly: false, IdentitiesOnlySet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.IdentitiesOnly {
+		t.Error("identities_only: false did not override ssh_config's IdentitiesOnly yes")
+	}
+	if want := []string{filepath.Join(home, ".ssh/target_key")}; !reflect.DeepEqual(cfg.IdentityFiles, want) {
+		t.Errorf("IdentityFiles = %v, want ssh_config's %v", cfg.IdentityFiles, want)
+	}
+	hops, err := resolveJumps(cfg)
+	if err != nil || len(hops) != 1 {
+		t.Fatalf("resolveJumps: %v, %v", hops, err)
+	}
+	h := hops[0]
+	if h.HostName != "10.0.0.1" || h.User != "jumpuser" || h.Port != 2200 || h.IdentitiesOnly {
+		t.Errorf("hop without manifest files: %+v", h)
+	}
+	if !reflect.DeepEqual(h.IdentityFiles, []string{filepath.Join(home, ".ssh/jump_key")}) ||
+		!reflect.DeepEqual(h.KnownHostsFiles, []string{filepath.Join(home, ".ssh/jump_known")}) {
+		t.Errorf("hop files %v %v, want its ssh_config's", h.IdentityFiles, h.KnownHostsFiles)
+	}
+
+	cfg, err = Resolve("target", Config{SSHConfigPath: conf, IdentityFiles: []string{"/m/key"}, KnownHostsFiles: []string{"/m/known_hosts"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.IdentitiesOnly {
+		t.Error("without identities_only in the manifest, ssh_config's IdentitiesOnly yes applies")
+	}
+	hops, err = resolveJumps(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := hops[0]; !reflect.DeepEqual(h.IdentityFiles, []string{"/m/key"}) || !reflect.DeepEqual(h.KnownHostsFiles, []string{"/m/known_hosts"}) {
+		t.Errorf("hop files %v %v, want the manifest's", h.IdentityFiles, h.KnownHostsFiles)
 	}
 }

@@ -147,6 +147,18 @@ func scanAlgorithms(cfg Config) ([]string, error) {
 	return out, nil
 }
 
+// JumpHosts resolves cfg's ProxyJump chain: the config of each hop, in the
+// order they are dialled (none for a direct connection). A hop whose key a
+// ScanHostKey or Dial refused (a *HostKeyError whose Host is the hop's
+// Alias) is trusted with PlanTrust on its config.
+func JumpHosts(cfg Config) ([]Config, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return resolveJumps(cfg)
+}
+
 // errScanned ends a ScanHostKey handshake once the key is in hand.
 var errScanned = errors.New("host key captured")
 
@@ -367,6 +379,7 @@ func verifyHostKey(cfg Config, db *knownhosts.HostKeyDB, ok *atomic.Bool) ssh.Ho
 			Addr:        knownhosts.Normalize(hostname),
 			Fingerprint: ssh.FingerprintSHA256(key),
 			KeyType:     key.Type(),
+			Key:         key,
 			KnownHosts:  strings.Join(cfg.KnownHostsFiles, ", "),
 			err:         err,
 		}

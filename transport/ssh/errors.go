@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/handoff-sync/handoff/transport"
 	"io"
 	"net"
 	"os"
 	"strings"
 	"syscall"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/handoff-sync/handoff/transport"
 )
 
 // ErrAuth matches (errors.Is) every authentication failure: the server
@@ -25,11 +28,12 @@ var ErrChanged = transport.ErrChanged
 // HostKeyError reports a host key that known_hosts does not vouch for. It is
 // never retried, and the key is never accepted.
 type HostKeyError struct {
-	Host        string // the name dialed: Config.Alias, else HostName
-	Addr        string // the known_hosts form of the address: host, or [host]:port
-	Fingerprint string // SHA256:... of the key the server presented
-	KeyType     string // e.g. ssh-ed25519
-	Changed     bool   // known_hosts holds a different key for Addr
+	Host        string        // the name dialed: Config.Alias, else HostName
+	Addr        string        // the known_hosts form of the address: host, or [host]:port
+	Fingerprint string        // SHA256:... of the key the server presented
+	KeyType     string        // e.g. ssh-ed25519
+	Key         ssh.PublicKey // the key the server presented
+	Changed     bool          // known_hosts holds a different key for Addr
 	// KnownHosts names where we looked: the files consulted, or for a
 	// changed key the file:line holding the key that no longer matches.
 	KnownHosts string

@@ -39,6 +39,15 @@ type TrustPlan struct {
 	mode   fs.FileMode
 }
 
+// TrustError is a known_hosts that PlanTrust will not edit: the key is
+// revoked there, or a line it does not edit trusts another key.
+type TrustError struct{ msg, hint string }
+
+func (e *TrustError) Error() string { return e.msg }
+
+// Hint says what to do.
+func (e *TrustError) Hint() string { return e.hint }
+
 // OldKey is a known_hosts line that a changed key replaces.
 type OldKey struct {
 	Line        int    // 1-based
@@ -52,7 +61,9 @@ func (p *TrustPlan) Changed() bool { return len(p.Replaced) > 0 }
 
 // PlanTrust works out how known_hosts must change so that it trusts key
 // (a key ScanHostKey returned) for cfg's host, and only that key of its
-// type. Lines for other hosts, comments and blank lines are kept byte for
+// type. Keys of other types, which the server may still have, stay, unless
+// none of key's type was known: then the server has none of them any
+// more. Lines for other hosts, comments and blank lines are kept byte for
 // byte. A key that is trusted or refused through a line PlanTrust does
 // not edit (a wildcard pattern, @revoked, another known_hosts file) is an
 // error naming that line.
@@ -87,31 +98,37 @@ func PlanTrust(cfg Config, key ssh.PublicKey) (*TrustPlan, error) {
 		p.Trusted = true
 		return p, nil
 	}
-	// What is left must trust the key and no other for this host.
+	// What is left must trust the key and no other of its type.
 	if err := checkEdited(p, cfg, addr, key); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// edit returns the file with the lines naming host (plainly or hashed) and
-// holding another key taken out, and the new line in the first one's place
-// (at the end when there was none).
+// edit returns the file with the lines naming host (plainly or hashed)
+// that hold another key of key's type (of any type, when none of key's
+// type was there) taken out, and the new line in the first one's place
+// (at the end when there was none, and not at all when a line holds key).
 func (p *TrustPlan) edit(host string, key ssh.PublicKey) []byte {
 	var out bytes.Buffer
 	lines := bytes.SplitAfter(p.data, []byte("\n"))
-	placed := false // a line trusting the key is in out, or will be
+	placed := false    // a line trusting the key is in out, or will be
+	typeKnown := false // some line holds a key of key's type for host
 	for _, raw := range lines {
-		if _, old, ok := matchLine(raw, host); ok && bytes.Equal(old.Marshal(), key.Marshal()) {
-			placed = true
+		if _, old, ok := matchLine(raw, host); ok {
+			placed = placed || bytes.Equal(old.Marshal(), key.Marshal())
+			typeKnown = typeKnown || old.Type() == key.Type()
 		}
 	}
 	for i, raw := range lines {
 		if len(raw) == 0 {
 			continue
 		}
+		// A key of another type is replaced only when none of key's type
+		// was known: ScanHostKey asks for the known types first, so the
+		// server has none of them any more.
 		others, old, ok := matchLine(raw, host)
-		if !ok || bytes.Equal(old.Marshal(), key.Marshal()) {
+		if !ok || bytes.Equal(old.Marshal(), key.Marshal()) || (typeKnown && old.Type() != key.Type()) {
 			out.Write(raw)
 			continue
 		}
@@ -204,15 +221,17 @@ func checkKnown(files []string, addr string, key ssh.PublicKey) error {
 	var revoked *xknownhosts.RevokedError
 	err = cb(addr, &net.TCPAddr{IP: net.IPv4zero, Port: 0}, key)
 	if errors.As(err, &revoked) {
-		return fmt.Errorf("ssh: known_hosts %s:%d marks this key @revoked; remove that line only if the key is trustworthy again",
-			revoked.Revoked.Filename, revoked.Revoked.Line)
+		return &TrustError{
+			msg:  fmt.Sprintf("ssh: known_hosts %s:%d marks this key @revoked", revoked.Revoked.Filename, revoked.Revoked.Line),
+			hint: "find out why it was revoked; remove that line only if the key is trustworthy again, then run this again",
+		}
 	}
 	return err
 }
 
 // checkEdited checks the edited file (with the other known_hosts files):
 // it must trust key, and no line it could not edit (a pattern, another
-// file) may still trust another key for the host.
+// file) may still trust another key of key's type for the host.
 func checkEdited(p *TrustPlan, cfg Config, addr string, key ssh.PublicKey) error {
 	dir, err := os.MkdirTemp("", "handoff-trust-")
 	if err != nil {
@@ -237,15 +256,18 @@ func checkEdited(p *TrustPlan, cfg Config, addr string, key ssh.PublicKey) error
 		return err
 	}
 	for _, w := range ke.Want {
-		if bytes.Equal(w.Key.Marshal(), key.Marshal()) {
+		if w.Key.Type() != key.Type() || bytes.Equal(w.Key.Marshal(), key.Marshal()) {
 			continue
 		}
 		where := fmt.Sprintf("%s:%d", w.Filename, w.Line)
 		if w.Filename == tmp {
 			where = p.File + " (a line with a pattern)"
 		}
-		return fmt.Errorf("ssh: known_hosts %s also trusts %s key %s for %s, through a line handoff does not edit; "+
-			"edit or remove that line by hand, then run this again", where, w.Key.Type(), ssh.FingerprintSHA256(w.Key), cfg.Alias)
+		return &TrustError{
+			msg: fmt.Sprintf("ssh: known_hosts %s also trusts %s key %s for %s, through a line handoff does not edit",
+				where, w.Key.Type(), ssh.FingerprintSHA256(w.Key), cfg.Alias),
+			hint: "edit or remove that line by hand (it would keep the old key trusted), then run this again",
+		}
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package ssh
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +30,12 @@ func TestPlanTrust(t *testing.T) {
 	newKey, _ := sshdtest.NewEd25519(t)
 	_, oldText := pubLine(t)
 	_, otherText := pubLine(t)
+	ec, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecPub, _ := ssh.NewPublicKey(&ec.PublicKey)
+	ecText := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ecPub)))
 	const host = "[127.0.0.1]:2222"
 	hashed := xknownhosts.HashHostname(host)
 	cfg := Config{Alias: "laptop", HostName: "127.0.0.1", Port: 2222}
@@ -43,6 +52,11 @@ func TestPlanTrust(t *testing.T) {
 		{"changed twice", host + " " + oldText + "\n" + keep + hashed + " " + oldText + "\n", []int{1, 5}, "NEW\n" + keep},
 		// An earlier handoff appended the new key and kept the old one.
 		{"appended before", host + " " + oldText + "\nNEW\n", []int{1}, "NEW\n"},
+		// The host's key of another type stays (the server may still
+		// have it); when none of the new key's type was known, the
+		// server has none of the old types any more, and they go.
+		{"other type kept", host + " " + ecText + "\n" + host + " " + oldText + "\n", []int{2}, host + " " + ecText + "\nNEW\n"},
+		{"other type only", keep + host + " " + ecText + "\n", []int{4}, keep + "NEW\n"},
 		{"shared line", "other.example," + host + " " + oldText + " c\n" + keep, []int{1}, "other.example " + oldText + " c\nNEW\n" + keep},
 	}
 	for _, tc := range cases {
