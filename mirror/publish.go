@@ -170,15 +170,15 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		})
 	}
 	rs, resolves := p.fsys.(transport.Resolver)
+	var baseErr error
 	if resolves {
-		wg.Go(func() {
-			realDir, realErr = rs.RealPath(ctx, dir)
-			if realErr == nil {
-				realBase, realErr = rs.RealPath(ctx, base)
-			}
-		})
+		wg.Go(func() { realDir, realErr = rs.RealPath(ctx, dir) })
+		wg.Go(func() { realBase, baseErr = rs.RealPath(ctx, base) })
 	}
 	wg.Wait()
+	if realErr == nil {
+		realErr = baseErr
+	}
 
 	missing, err := p.checkChain(chain, base, infos, stats)
 	if err != nil {

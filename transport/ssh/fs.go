@@ -71,6 +71,9 @@ type FS struct {
 	closed   bool           // Close is waiting for the CLOSEs in flight
 	closing  sync.WaitGroup // CLOSEs in flight
 
+	homeMu sync.Mutex
+	home   string // the login directory, once asked
+
 	closeOnce sync.Once
 	done      chan struct{} // closed when the connection is torn down
 	errMu     sync.Mutex
@@ -211,8 +214,17 @@ func (f *FS) Close() error {
 	return nil
 }
 
-// Home is the SFTP login directory.
+// Home is the SFTP login directory. It is asked for once per session:
+// the login directory does not change.
 func (f *FS) Home(ctx context.Context) (string, error) {
+	if err := f.broken(); err != nil {
+		return "", fmt.Errorf("sftp: home: %w", err)
+	}
+	f.homeMu.Lock()
+	defer f.homeMu.Unlock()
+	if f.home != "" {
+		return f.home, nil
+	}
 	var home string
 	err := f.call(ctx, func() error {
 		var err error
@@ -225,7 +237,8 @@ func (f *FS) Home(ctx context.Context) (string, error) {
 	if !path.IsAbs(home) {
 		return "", fmt.Errorf("sftp: home: the server answered %q, not an absolute path", home)
 	}
-	return path.Clean(home), nil
+	f.home = path.Clean(home)
+	return f.home, nil
 }
 
 var _ transport.Resolver = (*FS)(nil)

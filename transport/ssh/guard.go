@@ -72,7 +72,8 @@ type listGuard struct {
 // readAhead is how many READDIRs the guard keeps in flight for a listing.
 // Two, sent as soon as the directory's handle arrives, mean that a
 // directory of up to one reply of entries is listed in two round trips
-// (OPENDIR; both READDIRs) instead of three. Only for OpenSSH's own
+// (OPENDIR; both READDIRs) instead of three, and a bigger one gets two
+// replies per round trip. Only for OpenSSH's own
 // sftp-server, which answers a session's requests one at a time and in
 // order; others list as before (newFS).
 const readAhead = 2
@@ -585,12 +586,32 @@ func (g *listGuard) answerReaddir(body []byte) bool {
 	case len(l.replies) > 0:
 		g.readyLocked(l.replies[0], id)
 		l.replies = l.replies[1:]
-	case len(l.inflight) == 0:
+	case g.terminalReadyLocked(l):
 		g.readyLocked(l.terminal, id)
 		l.terminal = nil
 	default:
 		l.waiting = append(l.waiting, id)
 	}
+	return true
+}
+
+// terminalReadyLocked reports whether l's end may be handed on: every
+// READDIR sent before the one that found it has been answered (the server
+// answers in order, so those sent after can only find the end too: their
+// replies are dropped).
+func (g *listGuard) terminalReadyLocked(l *listing) bool {
+	if l.terminal == nil || len(l.replies) > 0 {
+		return false
+	}
+	for _, id := range l.inflight {
+		if id > l.terminalSeq { // ids count down: larger is earlier
+			return false
+		}
+	}
+	for _, id := range l.inflight {
+		g.dropIDs[id] = true
+	}
+	l.inflight = nil
 	return true
 }
 
@@ -624,12 +645,10 @@ func (g *listGuard) takeReady() []byte {
 
 // aheadReply takes the server's reply to one of the guard's READDIRs (in
 // r.frame, already judged) out of the stream: it becomes the reply to
-// pkg/sftp's READDIR that waits for it, or waits for that READDIR. A NAME
-// reply sends one more READDIR. The end of the listing (or an error) is
-// held until no READDIR of the listing is in flight, and the earliest
-// one's is kept: a server that answers out of order cannot make a NAME
-// reply come after the end. It reports whether r.frame is to be handed
-// on now.
+// pkg/sftp's READDIR that waits for it, or waits for that READDIR. When
+// the last READDIR in flight gets a NAME reply, two more go out. The end of the listing (or an error) is
+// held until every READDIR sent before it is answered, and the earliest
+// one's is kept. It reports whether r.frame is to be handed on now.
 func (r *guardReader) aheadReply(id uint32, l *listing, name bool) bool {
 	g := r.g
 	g.mu.Lock()
@@ -645,8 +664,11 @@ func (r *guardReader) aheadReply(id uint32, l *listing, name bool) bool {
 		} else {
 			l.replies = append(l.replies, frame)
 		}
-		if !l.ended && !l.exceeded && g.listings[l.handle] == l {
-			more = g.aheadLocked(l, 1)
+		// The last READDIR in flight found more: send the next pair. (While
+		// one is still in flight it may find the end, and a READDIR sent
+		// now would be wasted.)
+		if len(l.inflight) == 0 && !l.ended && !l.exceeded && g.listings[l.handle] == l {
+			more = g.aheadLocked(l, readAhead)
 		}
 	} else {
 		l.ended = true
@@ -654,7 +676,7 @@ func (r *guardReader) aheadReply(id uint32, l *listing, name bool) bool {
 			l.terminal, l.terminalSeq = frame, id
 		}
 	}
-	if !handNow && len(l.inflight) == 0 && len(l.replies) == 0 && l.terminal != nil && len(l.waiting) > 0 {
+	if !handNow && len(l.waiting) > 0 && g.terminalReadyLocked(l) {
 		g.readyLocked(l.terminal, l.waiting[0])
 		l.terminal, l.waiting = nil, l.waiting[1:]
 	}

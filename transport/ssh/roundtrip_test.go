@@ -31,6 +31,7 @@ const (
 	reqFstat   = 8
 	reqRename  = 18
 	reqReaddir = 12
+	reqWrite   = 6
 )
 
 var reqNames = map[byte]string{3: "OPEN", 4: "CLOSE", 5: "READ", 7: "LSTAT", 8: "FSTAT", 11: "OPENDIR", 12: "READDIR", 14: "MKDIR", 18: "RENAME"}
@@ -54,7 +55,15 @@ type relay struct {
 	pending  map[uint32]byte // id → type, sent and not yet answered to the FS
 	rounds   int             // requests (CLOSE aside) sent while none was pending
 	maxReads int             // most READs pending at once
-	released bool            // CLOSE replies may go
+	// depth is the longest chain of requests each sent after a reply to
+	// the one before: a request's generation is one more than the highest
+	// generation answered before it was sent (CLOSE aside). Unlike rounds
+	// it counts round trips right when requests overlap (an upper bound:
+	// an unrelated reply also counts).
+	gens     map[uint32]int
+	answered int
+	depth    int
+	released bool // CLOSE replies may go
 
 	wmu      sync.Mutex // the FS side of the stream
 	toClient io.Writer
@@ -151,6 +160,13 @@ func (r *relay) forwardRequests(from io.Reader, to io.Writer) {
 			if typ != reqClose && r.pendingExcept(reqClose) == 0 {
 				r.rounds++
 			}
+			if typ != reqClose {
+				if r.gens == nil {
+					r.gens = map[uint32]int{}
+				}
+				r.gens[id] = r.answered + 1
+				r.depth = max(r.depth, r.answered+1)
+			}
 			r.types = append(r.types, typ)
 			r.pending[id] = typ
 			if typ == reqRead {
@@ -199,6 +215,8 @@ func (r *relay) forwardReplies(from io.Reader) {
 			// Answered once the FS can see it: before it is written,
 			// since the FS may send its next request at once.
 			r.wmu.Lock()
+			r.answered = max(r.answered, r.gens[id])
+			delete(r.gens, id)
 			delete(r.pending, id)
 			r.changed.Broadcast()
 			r.mu.Unlock()
@@ -234,6 +252,7 @@ func (r *relay) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.types, r.rounds, r.maxReads = nil, 0, 0
+	r.answered, r.depth = 0, 0
 }
 
 // stats is what the relay counted since the last reset.
@@ -241,6 +260,7 @@ type stats struct {
 	requests int          // all requests, CLOSE included
 	byType   map[byte]int // requests by type
 	rounds   int          // round trips the FS waited for, CLOSE aside
+	depth    int          // see relay.depth
 	maxReads int          // most READ requests outstanding at once
 	seq      string       // request types in order
 }
@@ -260,7 +280,7 @@ func (r *relay) snapshot(t *testing.T) stats {
 	for len(r.pending) > 0 && time.Now().Before(deadline) {
 		r.changed.Wait()
 	}
-	s := stats{requests: len(r.types), byType: map[byte]int{}, rounds: r.rounds, maxReads: r.maxReads}
+	s := stats{requests: len(r.types), byType: map[byte]int{}, rounds: r.rounds, maxReads: r.maxReads, depth: r.depth}
 	var seq bytes.Buffer
 	for i, typ := range r.types {
 		s.byType[typ]++
