@@ -286,7 +286,7 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool, fact
 	}
 	check("ledger", CheckOK, fmt.Sprintf("ledger passes integrity_check (%d source(s), %d distinct handoff(s), %d not ingested yet)",
 		tot.Sources, distinct, tot.Pending), "")
-	if act, first, err := v.Activity(ctx, receipts.ResultLegacy); err == nil {
+	if act, first, err := v.Activity(ctx); err == nil {
 		facts.ok, facts.activity, facts.firstRun = true, act, first
 	}
 
