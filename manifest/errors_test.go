@@ -258,6 +258,8 @@ func TestValidation(t *testing.T) {
 		{"harness with a slash", hosts(laptop + ", harnesses: [.claude/x]}"), "laptop", "hosts[0].harnesses[0]", "not a harness directory"},
 		{"harness listed twice", hosts(laptop + ", harnesses: [.codex, .codex]}"), "laptop", "hosts[0].harnesses[1]", "listed twice"},
 		{"harnesses empty", "version: 1\ndefaults: {harnesses: []}\n", "", "defaults.harnesses", "empty list"},
+		{"stale_after a minute", hosts(laptop + ", stale_after: 1m}"), "laptop", "hosts[0].stale_after", "1m0s is too short: must be 0 (off) or at least 1h"},
+		{"defaults stale_after", "version: 1\ndefaults: {stale_after: 59m}\nhosts: [" + laptop + "}]\n", "", "defaults.stale_after", "too short"},
 
 		{"max_depth too deep", "version: 1\ndefaults: {max_depth: 17}\n", "", "defaults.max_depth", "17 is out of range 0-16"},
 		{"max_depth negative", hosts(laptop + ", max_depth: -1}"), "laptop", "hosts[0].max_depth", "out of range"},

@@ -21,6 +21,9 @@ const (
 	DefaultMaxFileSize = 1 * MiB
 	DefaultSettle      = 10 * time.Second
 	DefaultTimeout     = 5 * time.Minute
+	// DefaultStaleAfter is how long a reachable host may send no handoff
+	// before doctor warns that its agents' closeout may have stopped.
+	DefaultStaleAfter = 7 * 24 * time.Hour
 )
 
 // DefaultHarnesses returns the harness directories searched by default:
@@ -72,6 +75,9 @@ type Defaults struct {
 	Timeout *Duration `json:"timeout,omitempty"`
 	// Mirror is the mirror every ssh host gets unless it sets its own.
 	Mirror *Mirror `json:"mirror,omitempty"`
+	// StaleAfter is how long a reachable host may send no handoff before
+	// doctor warns; 0 turns the check off.
+	StaleAfter *Duration `json:"stale_after,omitempty"`
 }
 
 // Notify configures the heartbeat.
@@ -99,6 +105,7 @@ type Host struct {
 	Settle      *Duration `json:"settle,omitempty"`
 	Timeout     *Duration `json:"timeout,omitempty"`
 	Mirror      *Mirror   `json:"mirror,omitempty"`
+	StaleAfter  *Duration `json:"stale_after,omitempty"`
 
 	// SSH is set for, and only for, ssh hosts.
 	SSH *SSH `json:"ssh,omitempty"`
@@ -145,6 +152,7 @@ type HostConfig struct {
 	MaxFileSize int64
 	Settle      time.Duration
 	Timeout     time.Duration
+	StaleAfter  time.Duration // 0: doctor does not check
 	// SSH is a copy of the host's ssh block, nil for a local host.
 	SSH *SSH
 	// Mirror is nil when the host has no mirror.
@@ -227,6 +235,9 @@ func (m *Manifest) applyDefaults() {
 	if d.Timeout == nil {
 		d.Timeout = &Duration{DefaultTimeout}
 	}
+	if d.StaleAfter == nil {
+		d.StaleAfter = &Duration{DefaultStaleAfter}
+	}
 }
 
 // Effective resolves h's settings against m's defaults and the built-in
@@ -242,6 +253,7 @@ func (m *Manifest) Effective(h Host) HostConfig {
 		MaxFileSize: int64(deref(DefaultMaxFileSize, h.MaxFileSize, d.MaxFileSize)),
 		Settle:      deref(Duration{DefaultSettle}, h.Settle, d.Settle).Duration,
 		Timeout:     deref(Duration{DefaultTimeout}, h.Timeout, d.Timeout).Duration,
+		StaleAfter:  deref(Duration{DefaultStaleAfter}, h.StaleAfter, d.StaleAfter).Duration,
 	}
 	for _, r := range h.Discover {
 		c.Discover = append(c.Discover, DiscoverRoot{Root: r.Root, MaxDepth: deref(c.MaxDepth, r.MaxDepth)})

@@ -65,6 +65,7 @@ func TestLoadExample(t *testing.T) {
 		MaxFileSize: 1 << 20,
 		Settle:      10 * time.Second,
 		Timeout:     5 * time.Minute,
+		StaleAfter:  DefaultStaleAfter,
 	}, {
 		Name:        "laptop",
 		Transport:   "ssh",
@@ -74,6 +75,7 @@ func TestLoadExample(t *testing.T) {
 		MaxFileSize: 1 << 20,
 		Settle:      10 * time.Second,
 		Timeout:     2 * time.Minute,
+		StaleAfter:  DefaultStaleAfter,
 		SSH: &SSH{
 			Host:         "laptop",
 			User:         "me",
@@ -112,6 +114,7 @@ func TestDefaultsApplied(t *testing.T) {
 		MaxFileSize: 1 << 20,
 		Settle:      10 * time.Second,
 		Timeout:     5 * time.Minute,
+		StaleAfter:  DefaultStaleAfter,
 	}
 	if got, ok := m.Host("here"); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("Host(here) = %+v, %v; want %+v", got, ok, want)
@@ -134,6 +137,7 @@ func TestPerHostOverride(t *testing.T) {
 		MaxFileSize: 256 << 10,
 		Settle:      30 * time.Second,
 		Timeout:     10 * time.Minute,
+		StaleAfter:  14 * 24 * time.Hour,
 	}, {
 		Name:        "overrides",
 		Transport:   "ssh",
@@ -143,6 +147,7 @@ func TestPerHostOverride(t *testing.T) {
 		MaxFileSize: 2000000,
 		Settle:      0,
 		Timeout:     90 * time.Minute,
+		StaleAfter:  0,
 		SSH: &SSH{
 			Host:                "build-box.example.net",
 			Port:                2222,

@@ -59,6 +59,7 @@ func (v *validator) manifest(m *Manifest) {
 	v.settings("", "defaults", d.Harnesses, d.MaxDepth, d.MaxFileSize, d.Timeout)
 	v.mirror("", "defaults.mirror", d.Mirror, nil)
 	v.defMirror = d.Mirror
+	v.staleAfter("", "defaults", d.StaleAfter)
 
 	if u := m.Notify.PingURL; u != "" {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
@@ -110,6 +111,7 @@ func (v *validator) host(i int, h *Host) {
 	}
 
 	v.settings(name, at, h.Harnesses, h.MaxDepth, h.MaxFileSize, h.Timeout)
+	v.staleAfter(name, at, h.StaleAfter)
 
 	if len(h.Inboxes) == 0 && len(h.Discover) == 0 {
 		v.report(FieldError{Host: name, Field: at, Msg: "has no inboxes and no discover roots",
@@ -215,6 +217,18 @@ func (v *validator) settings(name, at string, harnesses []string, maxDepth *int,
 			Msg: fmt.Sprintf("%s is out of range: must be more than 0 and at most 24h", timeout), Hint: "use a duration such as 5m"})
 	}
 }
+
+// staleAfter checks stale_after: 0 (off) or at least an hour, so that a
+// unit slip (1m) does not make doctor warn about every host.
+func (v *validator) staleAfter(name, at string, d *Duration) {
+	if d != nil && d.Duration != 0 && d.Duration < minStaleAfter {
+		v.report(FieldError{Host: name, Field: at + ".stale_after", Value: d.String(),
+			Msg: fmt.Sprintf("%s is too short: must be 0 (off) or at least 1h", d), Hint: "use a duration such as 168h or 7d (the default), or 0 to turn the check off"})
+	}
+}
+
+// minStaleAfter is the shortest stale_after other than 0.
+const minStaleAfter = time.Hour
 
 func (v *validator) maxDepth(name, field string, d *int) {
 	if d != nil && (*d < 0 || *d > maxMaxDepth) {

@@ -28,11 +28,12 @@ func newDoctorCmd(g *globals) *cobra.Command {
 		Long: "doctor checks the workspace (writable, lock, interrupted plans, ledger integrity,\n" +
 			"review-inbox depth, the last receipt's outcome and age), the systemd timer and\n" +
 			"the binary it is pinned to, and every host (reachable; per inbox: pending,\n" +
-			"processed, malformed and rejected files, and whether the account may archive\n" +
-			"there). It prints one line per check, [ok], [warn] or [fail], with a hint under\n" +
-			"every problem, and exits 1 if any check failed. It writes nothing but, to learn\n" +
-			"whether an inbox can be archived in, an empty directory named\n" +
-			".handoff-doctor-probe-<random> in it, removed at once.",
+			"processed, malformed and rejected files, handoffs waiting more than 3 days, and\n" +
+			"whether the account may archive there; whether the host has sent a handoff\n" +
+			"within its stale_after, 7d by default). It prints one line per check, [ok],\n" +
+			"[warn] or [fail], with a hint under every problem, and exits 1 if any check\n" +
+			"failed. It writes nothing but, to learn whether an inbox can be archived in, an\n" +
+			"empty directory named .handoff-doctor-probe-<random> in it, removed at once.",
 		Args: cobra.NoArgs,
 		RunE: c.run,
 	}
@@ -48,12 +49,16 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 	if c.every <= 0 {
 		return usageError{errors.New("--every must be positive")}
 	}
+	now, err := clock()
+	if err != nil {
+		return err
+	}
 	m, ws, err := loadWiring(c.manifestPath, c.workspace)
 	if err != nil {
 		return err
 	}
 	rep := doctor.Run(cmd.Context(), doctor.Options{
-		Manifest: m, Workspace: ws, Every: c.every, Log: c.g.logger(),
+		Manifest: m, Workspace: ws, Every: c.every, Log: c.g.logger(), Now: now,
 	})
 	if c.json {
 		enc := json.NewEncoder(c.g.stdout)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // ArchivedTimes returns, for one inbox of one host, when each file the
@@ -85,9 +87,9 @@ type HostActivity struct {
 
 // Activity returns, by host name, when each host last sent a handoff,
 // and when the ledger's first run started (zero when none has).
-func (v *View) Activity(ctx context.Context, legacy string) (map[string]HostActivity, time.Time, error) {
+func (v *View) Activity(ctx context.Context) (map[string]HostActivity, time.Time, error) {
 	out := map[string]HostActivity{}
-	rows, err := v.l.db.QueryContext(ctx, `SELECT host, stored_at FROM sources WHERE result != ?`, legacy)
+	rows, err := v.l.db.QueryContext(ctx, `SELECT host, stored_at FROM sources WHERE result != ?`, receipts.ResultLegacy)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("ledger: activity: %w", err)
 	}
@@ -110,7 +112,7 @@ func (v *View) Activity(ctx context.Context, legacy string) (map[string]HostActi
 		return nil, time.Time{}, err
 	}
 	for _, r := range runs {
-		if r.Mode == "apply" && !r.StartedAt.IsZero() && (first.IsZero() || r.StartedAt.Before(first)) {
+		if r.Mode == receipts.ModeApply && !r.StartedAt.IsZero() && (first.IsZero() || r.StartedAt.Before(first)) {
 			first = r.StartedAt
 		}
 	}

@@ -53,7 +53,18 @@ const (
 	staleFail = 6
 	// maxRejectedListed bounds the names listed per inbox.
 	maxRejectedListed = 20
+	// WaitWarn is how long a handoff may wait in an inbox before doctor
+	// warns: every sync should have pulled it long before.
+	WaitWarn = 3 * 24 * time.Hour
 )
+
+// ledgerFacts is what the workspace checks learned from the ledger that
+// the host checks use.
+type ledgerFacts struct {
+	ok       bool                           // the ledger was read
+	activity map[string]ledger.HostActivity // by host name
+	firstRun time.Time                      // the first sync's start; zero if none
+}
 
 // Options configure Doctor.
 type Options struct {
@@ -155,10 +166,11 @@ func Run(ctx context.Context, opts Options) *Report {
 	add(Check{Scope: "manifest", Name: "manifest", Status: CheckOK,
 		Message: fmt.Sprintf("%s: %d host(s), workspace %s", m.Path, len(m.Hosts), ws)})
 	opts.workspace = ws
-	add(doctorWorkspace(ctx, ws, opts)...)
+	facts := &ledgerFacts{}
+	add(doctorWorkspace(ctx, ws, opts, facts)...)
 	add(doctorTimer(ctx))
 	add(doctorPin()...)
-	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts) {
+	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts, facts) {
 		add(cs...)
 	}
 	return rep
@@ -167,7 +179,7 @@ func Run(ctx context.Context, opts Options) *Report {
 // ---------------------------------------------------------------------------
 // Workspace.
 
-func doctorWorkspace(ctx context.Context, ws string, opts Options) []Check {
+func doctorWorkspace(ctx context.Context, ws string, opts Options, facts *ledgerFacts) []Check {
 	var out []Check
 	check := func(name, status, msg, hint string) {
 		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
@@ -235,7 +247,7 @@ func doctorWorkspace(ctx context.Context, ws string, opts Options) []Check {
 	// Idle: this doctor holds the lock, or there is no lock file and so
 	// no run. Otherwise the ledger is read live.
 	idle := err == nil && !lk.Held
-	out = append(out, doctorLedger(ctx, ws, idle, lk.Held)...)
+	out = append(out, doctorLedger(ctx, ws, idle, lk.Held, facts)...)
 	lk.Release() // the rest reads files that runs replace atomically
 
 	out = append(out, doctorReviewInbox(ws))
@@ -243,7 +255,7 @@ func doctorWorkspace(ctx context.Context, ws string, opts Options) []Check {
 	return out
 }
 
-func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Check {
+func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool, facts *ledgerFacts) []Check {
 	var out []Check
 	check := func(name, status, msg, hint string) {
 		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
@@ -274,6 +286,9 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool) []Ch
 	}
 	check("ledger", CheckOK, fmt.Sprintf("ledger passes integrity_check (%d source(s), %d distinct handoff(s), %d not ingested yet)",
 		tot.Sources, distinct, tot.Pending), "")
+	if act, first, err := v.Activity(ctx); err == nil {
+		facts.ok, facts.activity, facts.firstRun = true, act, first
+	}
 
 	n, err := v.InterruptedPlans(ctx)
 	switch {
@@ -398,6 +413,18 @@ func failedHosts(r *receipts.Receipt) string {
 	return "failed: " + strings.Join(names, ", ")
 }
 
+// configAge renders a configured duration: whole days as 7d, whole
+// hours as 36h, else as roundAge does.
+func configAge(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return roundAge(d)
+}
+
 // roundAge renders a duration as a person reads an age: 45s, 12m, 3h5m, 2d4h.
 func roundAge(d time.Duration) string {
 	switch {
@@ -463,15 +490,15 @@ func doctorTimer(ctx context.Context) Check {
 
 // doctorHosts checks hosts concurrently, at most opts.Parallel at once, and
 // returns their checks in manifest order.
-func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts Options) [][]Check {
+func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts Options, facts *ledgerFacts) [][]Check {
 	out := make([][]Check, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
-		out[i] = doctorHost(ctx, h, opts)
+		out[i] = doctorHost(ctx, h, opts, facts)
 	})
 	return out
 }
 
-func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options) []Check {
+func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts *ledgerFacts) []Check {
 	scope := "host " + h.Name
 	var out []Check
 	check := func(c Check) {
@@ -492,6 +519,9 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options) []Chec
 	dcancel()
 	if err != nil {
 		msg, hint := unreachableHint(h, err, timedOut, connect)
+		if last := facts.activity[h.Name].LastStored; facts.ok && !last.IsZero() && opts.Now().Sub(last) > WaitWarn {
+			msg += fmt.Sprintf("; its last handoff arrived %s ago, so whatever its agents wrote since has waited there as long", roundAge(opts.Now().Sub(last)))
+		}
 		check(Check{Name: "reachable", Status: CheckFail, Message: "unreachable: " + msg, Hint: hint})
 		return out
 	}
@@ -528,6 +558,9 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options) []Chec
 				Hint: "check the network, or raise timeout for this host"})
 			break
 		}
+	}
+	if c, ok := doctorActivity(h, facts, opts.Now()); ok {
+		check(c)
 	}
 	if follows {
 		check(Check{Name: "sftp-server", Status: CheckWarn,
@@ -649,6 +682,17 @@ func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 			}
 		}
 		msg += fmt.Sprintf(" (oldest %s)", roundAge(max(now.Sub(oldest), 0)))
+		waiting := 0
+		for _, f := range in.Candidates {
+			if now.Sub(f.ModTime) > WaitWarn {
+				waiting++
+			}
+		}
+		if waiting > 0 {
+			c.Status = CheckWarn
+			probs = append(probs, fmt.Sprintf("%d handoff(s) waiting more than %s", waiting, configAge(WaitWarn)))
+			hints = append(hints, fmt.Sprintf("a sync should have pulled them long ago: run `handoff sync --host %s` and read the Deferred line and the host's error (a writer clock ahead of this one keeps files too young; a file rewritten all the time keeps changing)", h.Name))
+		}
 	}
 	if st.Tracked > 0 {
 		msg += fmt.Sprintf(", %d tracked by git (skipped)", st.Tracked)
@@ -710,4 +754,32 @@ func displayName(s string) string {
 		return claim.Quote(s)
 	}
 	return s
+}
+
+// doctorActivity warns when a reachable host has sent no handoff for its
+// stale_after (the design guide's sign that an agent's closeout
+// instruction stopped firing). Not checked without a ledger, with
+// stale_after 0, or while the workspace's first sync is younger than
+// stale_after.
+func doctorActivity(h manifest.HostConfig, facts *ledgerFacts, now time.Time) (Check, bool) {
+	if !facts.ok || h.StaleAfter <= 0 || facts.firstRun.IsZero() {
+		return Check{}, false
+	}
+	c := Check{Name: "activity", Status: CheckOK}
+	hint := fmt.Sprintf("its agents may have stopped writing closeout handoffs: check the closeout instruction file on %s (CLAUDE.md, AGENTS.md; `handoff instructions --host %s` prints the block to put there), or set stale_after: 0 on this host if it rarely writes",
+		h.Name, h.Name)
+	last := facts.activity[h.Name].LastStored
+	switch {
+	case last.IsZero() && now.Sub(facts.firstRun) > h.StaleAfter:
+		c.Status, c.Hint = CheckWarn, hint
+		c.Message = fmt.Sprintf("no handoff from this host since the first sync %s ago (stale_after %s)", roundAge(now.Sub(facts.firstRun)), configAge(h.StaleAfter))
+	case last.IsZero():
+		return Check{}, false
+	case now.Sub(last) > h.StaleAfter:
+		c.Status, c.Hint = CheckWarn, hint
+		c.Message = fmt.Sprintf("no handoff from this host for %s (stale_after %s)", roundAge(now.Sub(last)), configAge(h.StaleAfter))
+	default:
+		c.Message = fmt.Sprintf("last handoff %s ago", roundAge(max(now.Sub(last), 0)))
+	}
+	return c, true
 }

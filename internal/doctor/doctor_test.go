@@ -579,3 +579,68 @@ func TestDoctorFollowsSymlinks(t *testing.T) {
 		t.Errorf("an honest server reported as following symlinks: %+v", cs)
 	}
 }
+
+// TestDoctorWaitingAndStale: a handoff older than 3 days in an inbox warns;
+// a reachable host whose last handoff is older than stale_after warns with
+// the closeout hint, one within it is ok, stale_after 0 is not checked; an
+// unreachable host says how long its handoffs may have waited.
+func TestDoctorWaitingAndStale(t *testing.T) {
+	e := newDrEnv(t, `    stale_after: 5d
+  - name: off
+    transport: local
+    stale_after: 0
+    inboxes: [~/off/.claude/memory-handoffs]
+  - name: away
+    transport: ssh
+    ssh: {host: away.invalid}
+    inboxes: [~/notes/.claude/memory-handoffs]
+`)
+	e.Put(e.Inbox, "a.md", testenv.Doc("TOOLS.md", "- a"))
+	e.sync()
+	// The ledger says away sent a handoff at the same time.
+	db, err := sql.Open("sqlite", filepath.Join(e.WS, ".handoff/ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO sources (sha256, size, host, inbox, name, stored_at, stored_run, result)
+		SELECT sha256, size, 'away', inbox, name, stored_at, stored_run, result FROM sources`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	e.Put(e.Inbox2, "waits.md", testenv.Doc("TOOLS.md", "- b"))
+
+	at := func(d time.Duration) *doctor.Report {
+		return e.doctor(func(o *doctor.Options) {
+			o.Now = func() time.Time { return time.Now().Add(d) }
+			o.Every = 30 * 24 * time.Hour
+			o.Dial = drDialer(map[string]bool{"away": true}, nil)
+		})
+	}
+	rep := at(0)
+	drWant(t, drOne(t, rep, "host canonical", "activity"), doctor.CheckOK, "last handoff ")
+	if len(drFind(rep, "host off", "activity")) != 0 {
+		t.Error("stale_after 0 checked")
+	}
+	drWant(t, drOne(t, rep, "host away", "reachable"), doctor.CheckFail, "unreachable")
+	if c := drOne(t, rep, "host away", "reachable"); strings.Contains(c.Message, "waited") {
+		t.Errorf("a fresh host's failure says handoffs waited: %s", c.Message)
+	}
+
+	rep = at(6 * 24 * time.Hour)
+	c := drOne(t, rep, "host canonical", "activity")
+	drWant(t, c, doctor.CheckWarn, "no handoff from this host for 6d0h (stale_after 5d)")
+	if !strings.Contains(c.Hint, "`handoff instructions --host canonical`") {
+		t.Errorf("stale hint %q", c.Hint)
+	}
+	waiting := 0
+	for _, c := range drFind(rep, "host canonical", "inbox") {
+		if strings.Contains(c.Message, "1 handoff(s) waiting more than 3d") {
+			waiting++
+			drWant(t, c, doctor.CheckWarn, "waiting")
+		}
+	}
+	if waiting != 1 {
+		t.Errorf("%d inboxes warn of a waiting handoff, want 1: %+v", waiting, rep.Checks)
+	}
+	drWant(t, drOne(t, rep, "host away", "reachable"), doctor.CheckFail, "its last handoff arrived 6d0h ago")
+}

@@ -8,8 +8,9 @@
 // removed or created there. It reads processed/ directories of the inboxes
 // a sync would pull (the same discovery), never follows a symlink, reads
 // only regular files with plain *.md names, at most max_file_size bytes
-// each however large the host says they are, and skips a file that changed
-// while read. In the workspace it writes only ledger rows (one
+// each however large the host says they are (and at most 16 files and
+// 32 MiB of listed sizes at once), and skips a file that changed while
+// read. In the workspace it writes only ledger rows (one
 // transaction per host) and its own receipt; it never writes memory. A dry
 // run writes nothing anywhere.
 package legacy
@@ -29,6 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
@@ -40,8 +43,13 @@ import (
 	"github.com/handoff-sync/handoff/transport"
 )
 
-// readParallel bounds the files read at once on one host.
-const readParallel = 16
+// readParallel bounds the files read at once on one host, and
+// readBytes their listed sizes together (a file is read with its listed
+// size as the limit, so this bounds the data held).
+const (
+	readParallel = 16
+	readBytes    = 32 << 20
+)
 
 // Options configure Import.
 type Options struct {
@@ -291,9 +299,15 @@ func readProcessed(ctx context.Context, fsys transport.FS, h manifest.HostConfig
 	slices.SortFunc(todo, func(a, b transport.FileInfo) int { return strings.Compare(a.Name, b.Name) })
 	got := make([]*claim.Source, len(todo))
 	skip := make([]string, len(todo))
+	budget := semaphore.NewWeighted(readBytes)
 	err = fanout.Each(ctx, len(todo), readParallel, func(ctx context.Context, i int) error {
 		e := todo[i]
 		name := path.Join(dir, e.Name)
+		w := min(max(e.Size, 1), readBytes)
+		if err := budget.Acquire(ctx, w); err != nil {
+			return err
+		}
+		defer budget.Release(w)
 		data, after, err := transport.ReadListed(ctx, fsys, name, e, e.Size)
 		switch {
 		case errors.Is(err, transport.ErrNotExist):

@@ -121,3 +121,35 @@ func TestImportHostLies(t *testing.T) {
 		t.Fatalf("a lying host's file was recorded: %+v", h)
 	}
 }
+
+// TestImportHostileNames: names a pull would ignore (control characters,
+// invalid UTF-8, dotfiles) are never read or recorded, and a processed/
+// that is a symlink is not followed. Invariant: nothing outside a real
+// processed/ directory, and nothing under a name that could mislead a
+// terminal or a path join, enters the ledger.
+func TestImportHostileNames(t *testing.T) {
+	e := testenv.NewEnv(t, "")
+	proc := filepath.Join(e.Inbox, "processed")
+	if err := os.MkdirAll(proc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"esc\x1b[2J.md", "bad\xff.md", ".hidden.md", "ok.md"} {
+		e.Put(proc, n, testenv.Doc("TOOLS.md", "- "+strings.ToValidUTF8(n, "?")))
+	}
+	outside := filepath.Join(e.Dir, "outside")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.Put(outside, "victim.md", testenv.Doc("TOOLS.md", "- victim"))
+	if err := os.Symlink(outside, filepath.Join(e.Inbox2, "processed")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := legacy.Import(context.Background(), legacy.Options{Manifest: e.M})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := r.Hosts[0]
+	if h.Recorded != 1 || len(r.Recorded) != 1 || r.Recorded[0].Name != "ok.md" || h.Skipped[legacy.SkipName] != 3 || h.Skipped[legacy.SkipKind] != 1 {
+		t.Fatalf("host %+v recorded %+v; want only ok.md", h, r.Recorded)
+	}
+}

@@ -134,7 +134,7 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	out := []Match{}
 	for _, s := range srcs {
 		m := Match{
-			Kind: Stored, MatchedBy: by[s.ID], Host: s.Host, Inbox: s.Inbox, Name: s.Name, Path: path.Join(s.Inbox, s.Name),
+			Kind: Stored, MatchedBy: by[s.ID], Host: s.Host, Inbox: s.Inbox, Name: s.Name, Path: foundAt(s.Inbox, s.Name, s.ArchivedAs, s.Result),
 			SHA256: s.SHA256, Size: s.Size, StoredAt: s.StoredAt, StoredRun: s.StoredRun,
 			Result: s.Result, Reason: s.Reason, ArchivedAs: s.ArchivedAs, Archived: s.Archived,
 			IngestRun: s.IngestRun, IngestedAt: s.IngestedAt,
@@ -143,7 +143,7 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 			m.Action, m.Target, m.BeforeSHA256, m.AfterSHA256 = c.Action, c.Target, c.BeforeSHA256, c.AfterSHA256
 			if c.SourceID != s.ID {
 				m.AppliedFrom = &Source{
-					Host: c.Host, Inbox: c.Inbox, Name: c.Name, Path: path.Join(c.Inbox, c.Name), ArchivedAs: c.ArchivedAs,
+					Host: c.Host, Inbox: c.Inbox, Name: c.Name, Path: foundAt(c.Inbox, c.Name, c.ArchivedAs, c.Result), ArchivedAs: c.ArchivedAs,
 					Result: c.Result, Reason: c.Reason, IngestRun: c.RunID,
 				}
 			}
@@ -159,6 +159,15 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StoredAt.Before(out[j].StoredAt) })
 	return out, nil
+}
+
+// foundAt is where a source was found on its host: in its inbox, or for
+// one `handoff import processed` recorded (result legacy), in processed/.
+func foundAt(inbox, name, archivedAs, result string) string {
+	if result == receipts.ResultLegacy && archivedAs != "" {
+		return path.Join(inbox, archivedAs)
+	}
+	return path.Join(inbox, name)
 }
 
 // workspacePath is query as a slash path relative to the workspace, when
