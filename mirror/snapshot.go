@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
 )
@@ -88,7 +88,7 @@ func Snapshot(ws string, include []string) ([]File, error) {
 	sort.Strings(names)
 	files := make([]File, 0, len(names))
 	for _, n := range names {
-		data, err := readFile(root, n)
+		data, err := durable.ReadRegular(root, n, maxFile)
 		if err != nil {
 			return nil, fmt.Errorf("mirror: read %s from the workspace: %w", n, err)
 		}
@@ -122,31 +122,6 @@ func mdFiles(root *os.Root, dir string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// readFile reads a regular file of at most maxFile bytes without
-// following a symlink in its last component.
-func readFile(root *os.Root, name string) ([]byte, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|oNoFollow, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxFile {
-		return nil, fmt.Errorf("larger than %d MiB", maxFile>>20)
-	}
-	return data, nil
 }
 
 // oddName reports whether a name reported by a host (or found in the

@@ -379,7 +379,7 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 		// The file system cannot exchange: check, then rename. A change
 		// in the instant between them is not detected.
-		old, rerr := readNoFollow(root, name)
+		old, rerr := ReadRegular(root, name, 0)
 		if rerr != nil || !ok(old, true) {
 			return nil, nil, ErrConflict
 		}
@@ -410,7 +410,7 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 		}
 		// For a moment name was our new file: whatever another writer
 		// appended to it then is returned as late, with ErrConflict.
-		mine, _ := readNoFollow(root, tmp)
+		mine, _ := ReadRegular(root, tmp, 0)
 		if int64(len(mine)) > t.size && sha256.Sum256(mine[:t.size]) == t.sum {
 			return nil, mine[t.size:], ErrConflict
 		}
@@ -470,9 +470,13 @@ func (s *Swapped) Close() {
 	}
 }
 
-// readNoFollow reads a regular file without following a symlink and
-// without blocking on a FIFO.
-func readNoFollow(root *os.Root, name string) ([]byte, error) {
+// ErrTooLarge is ReadRegular's error for a file over its limit.
+var ErrTooLarge = errors.New("file larger than the limit")
+
+// ReadRegular reads a regular file without following a symlink and
+// without blocking on a FIFO. With limit > 0, a file holding more than
+// limit bytes is ErrTooLarge, and no more than limit+1 bytes are read.
+func ReadRegular(root *os.Root, name string, limit int64) ([]byte, error) {
 	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
@@ -485,5 +489,12 @@ func readNoFollow(root *os.Root, name string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
-	return io.ReadAll(f)
+	if limit <= 0 {
+		return io.ReadAll(f)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: %w of %d bytes", name, ErrTooLarge, limit)
+	}
+	return data, err
 }

@@ -1,5 +1,0 @@
-package mirror
-
-import "syscall"
-
-const oNoFollow = syscall.O_NOFOLLOW
