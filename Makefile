@@ -30,9 +30,11 @@ fmt:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./ingest/ ./claim/
 
-# Network benchmark (issue 6; root, network namespaces, real sshd): one small
-# cell of the grid, side by side (handoff, both rsync variants, rclone).
+# Network benchmark (issue 6; root, network namespaces, real sshd): two
+# small cells of the grid, the idle tick (F=0) and a bulk one, side by side
+# (handoff, the three rsync variants, rclone).
 bench-quick:
+	bench/run.sh -k 2 -r 10 -f 0 -t 20 -n 3
 	bench/run.sh -k 2 -r 10 -f 1 -t 20 -n 3
 
 # The full grid K x R x F x RTT as docs/BENCHMARKS.md reports it (3 runs a

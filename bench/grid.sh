@@ -6,7 +6,7 @@
 #
 # KS, RS, FS, RTTS are space-separated lists; N repetitions per cell (N_BIG
 # for cells of 3,200 repositories or more, K=32 R=100, whose runs take
-# minutes); TOOLS (optional) a subset of "handoff rsync-plain rsync-pruned
+# minutes); TOOLS (optional) a subset of "handoff rsync-plain rsync-pruned rsync-fsync
 # rclone". Cells are taken shape by shape (K, R, F outermost), so that
 # bench/setup.sh rebuilds each shape once; RTT is the inner loop.
 #
@@ -25,7 +25,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 KS=${KS:-"1 8 32"} RS=${RS:-"10 100"} FS=${FS:-"1 10"} RTTS=${RTTS:-"0 20 100"} N=${N:-5}
 N_BIG=${N_BIG:-$N} RCLONE_MAX_S=${RCLONE_MAX_S:-120} RCLONE_N=${RCLONE_N:-1}
-TOOLS=${TOOLS:-"handoff rsync-plain rsync-pruned rclone"}
+TOOLS=${TOOLS:-"handoff rsync-plain rsync-pruned rsync-fsync rclone"}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 csvs=()
 latest() { csvs+=("$(ls -td "$HERE"/results/K$1-R$2-F$3-RTT$4-*/ | head -1)runs.csv"); }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh — one cell of the network benchmark, side by side.
 #
-#   bench/run.sh -k 8 -r 100 -f 10 -t 100 -n 5 [-T "handoff rsync-plain rsync-pruned rclone"]
+#   bench/run.sh -k 8 -r 100 -f 10 -t 100 -n 5 [-T "handoff rsync-plain rsync-pruned rsync-fsync rclone"]
 #
 # -k hosts, -r repositories per host, -f handoffs per repository, -t RTT in
 # milliseconds, -n repetitions. Runs bench/setup.sh for the shape first
@@ -14,6 +14,7 @@
 #   handoff       handoff sync, all hosts, --parallel K (pull, store, fsync, ingest)
 #   rsync-plain   rsync -a --remove-source-files, include '*/' + the two inbox globs, exclude '*'
 #   rsync-pruned  the same with anchored includes that never enter a directory that cannot hold an inbox
+#   rsync-fsync   rsync-pruned with --fsync: the durable peer (every file fsynced before the source goes)
 #   rclone        rclone move over SFTP with the anchored include filters
 #   handoff-X     (optional) the same command as handoff, with the binary at
 #                 $HANDOFF_X_BIN (X upper-cased, - as _: handoff-b ->
@@ -39,7 +40,7 @@
 set -euo pipefail
 
 K=2 R=10 F=1 RTT=20 N=3
-TOOLS="handoff rsync-plain rsync-pruned rclone"
+TOOLS="handoff rsync-plain rsync-pruned rsync-fsync rclone"
 while getopts "k:r:f:t:n:T:" o; do
   case $o in
     k) K=$OPTARG ;; r) R=$OPTARG ;; f) F=$OPTARG ;; t) RTT=$OPTARG ;; n) N=$OPTARG ;; T) TOOLS=$OPTARG ;;
@@ -193,8 +194,9 @@ run_tool() { # tool rep -> prints seconds
         --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$tag.json" 2>"$OUT/$tool-$rep.log" || {
         echo "$tool sync exited $? (see $OUT/$tool-$rep.log)" >&2; return 1; }
       ;;
-    rsync-plain | rsync-pruned)
-      local filt
+    rsync-plain | rsync-pruned | rsync-fsync)
+      local filt durable=()
+      [ "$tool" = rsync-fsync ] && durable=(--fsync)
       if [ "$tool" = rsync-plain ]; then
         filt=(--include='*/' --include='.claude/memory-handoffs/*.md' --include='.codex/memory-handoffs/*.md' --exclude='*')
       else
@@ -205,7 +207,7 @@ run_tool() { # tool rep -> prints seconds
       for h in $(seq 1 "$K"); do
         port=$((22100 + h))
         mkdir -p "$DEST/$tool/h$h"
-        rsync -a -m --remove-source-files "${filt[@]}" -e "ssh -p $port $SSHOPTS" \
+        rsync -a -m --remove-source-files "${durable[@]}" "${filt[@]}" -e "ssh -p $port $SSHOPTS" \
           "hbench@127.0.0.1:$BENCH_DIR/hosts/h$h/code/" "$DEST/$tool/h$h/" 2>>"$OUT/$tool-$rep.log" &
         pids+=($!)
       done
@@ -257,8 +259,18 @@ verify() {
 # 0..2) + read + acknowledge.
 floor_rt=$((setup_rt + 3 + 1 + 1))
 
+# cpu_of FILE prints the user + system seconds of every process this shell
+# had waited for when bash's times wrote FILE (times must run in this
+# shell, not in a $(...) subshell): the tool's own processes, its workers
+# and ssh clients included.
+cpu_of() {
+  awk 'NR == 2 {
+    split($1, u, /[ms]/); split($2, s, /[ms]/)
+    printf "%.3f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$1"
+}
+
 CSV=$OUT/runs.csv
-echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt" >"$CSV"
+echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s" >"$CSV"
 read -r -a tools <<<"$TOOLS"
 nt=${#tools[@]}
 for rep in $(seq 1 "$N"); do
@@ -270,10 +282,13 @@ for rep in $(seq 1 "$N"); do
     mkdir -p "$SCRATCH/ws" "$DEST"
     sync
     before=$(wc -l <"$STATS")
+    times >"$OUT/times-before"
     t0=$(date +%s.%N)
     ok=1
     run_tool "$tool" "$rep" || ok=0
     t1=$(date +%s.%N)
+    times >"$OUT/times-after"
+    cpu=$(awk -v a="$(cpu_of "$OUT/times-before")" -v b="$(cpu_of "$OUT/times-after")" 'BEGIN{printf "%.2f", b-a}')
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
     sleep 0.3 # let the proxy log the closed connections
     rtmed="" rtmax="" bmed=""
@@ -289,8 +304,8 @@ for rep in $(seq 1 "$N"); do
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
-    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" >>"$CSV"
-    printf 'run %s/%s %-13s %8.2f s  %s%s\n' "$rep" "$N" "$tool" "$secs" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" >&2
+    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" >>"$CSV"
+    printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  %s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" >&2
   done
 done
 
