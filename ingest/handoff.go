@@ -805,37 +805,3 @@ func isHiddenRune(r rune) bool {
 func isVariationSelector(r rune) bool {
 	return (r >= 0xfe00 && r <= 0xfe0f) || (r >= 0xe0100 && r <= 0xe01ef)
 }
-
-// secretPatterns are high-confidence formats of private keys and tokens.
-var secretPatterns = []struct {
-	what string
-	re   *regexp.Regexp
-}{
-	{"a private key block", regexp.MustCompile(`-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----`)},
-	{"an AWS access key id", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"a GitHub token", regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`)},
-	{"a GitHub token", regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{50,}`)},
-	{"a Slack token", regexp.MustCompile(`\bxox[abprs]-[0-9]+-[0-9A-Za-z-]{10,}`)},
-	{"an Anthropic API key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{32,}`)},
-	{"an OpenAI API key", regexp.MustCompile(`\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`)},
-	{"an OpenAI API key", regexp.MustCompile(`\bsk-[A-Za-z0-9]{32,}\b`)},
-	{"a Google API key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{"a Stripe live key", regexp.MustCompile(`\b[rs]k_live_[0-9A-Za-z]{20,}`)},
-}
-
-// secretProblem reports the earliest secret-looking text in s. The message
-// names the kind and line, never the value, because it lands in receipts.
-func secretProblem(s string) *Problem {
-	at, what := -1, ""
-	for _, p := range secretPatterns {
-		if loc := p.re.FindStringIndex(s); loc != nil && (at < 0 || loc[0] < at) {
-			at, what = loc[0], p.what
-		}
-	}
-	if at < 0 {
-		return nil
-	}
-	line := strings.Count(s[:at], "\n") + 1
-	p := problemf(ReasonSecretLike, "", "line %d looks like %s; remove it (and rotate it if it was real), or describe it without the value", line, what)
-	return &p
-}
