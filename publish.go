@@ -105,28 +105,41 @@ type workerMsg struct {
 	err  error
 }
 
-// readWorker sends each JSON value r holds (at most max bytes in all) on
-// the returned channel, then the error that stopped it.
-func readWorker(r io.Reader, max int64) <-chan workerMsg {
-	ch := make(chan workerMsg, 2)
+// maxWorkerMsgs is how many JSON values a worker sends: its pull report
+// and, for a host with a mirror, the mirror's result.
+const maxWorkerMsgs = 2
+
+// readWorker sends the first maxWorkerMsgs JSON values r holds (at most
+// max bytes in all) on the returned channel, then, if there is room, the
+// error that ended the reading, and closes it. Anything more is read and
+// dropped, so that the worker never blocks on a full pipe. done is closed
+// once r is read to its end, when cmd.Wait may be called.
+func readWorker(r io.Reader, max int64) (msgs <-chan workerMsg, done <-chan struct{}) {
+	ch := make(chan workerMsg, maxWorkerMsgs+1)
+	fin := make(chan struct{})
 	go func() {
+		defer close(fin)
 		defer close(ch)
 		lr := &io.LimitedReader{R: r, N: max}
 		dec := json.NewDecoder(bufio.NewReader(lr))
-		for {
+		for n := 0; ; n++ {
 			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				if lr.N <= 0 {
-					err = fmt.Errorf("worker output larger than %d bytes", max)
-				}
-				ch <- workerMsg{err: err}
-				io.Copy(io.Discard, r)
-				return
+			err := dec.Decode(&raw)
+			if err == nil && n < maxWorkerMsgs {
+				ch <- workerMsg{data: raw}
+				continue
 			}
-			ch <- workerMsg{data: raw}
+			if err == nil {
+				err = errors.New("worker sent more than it should")
+			} else if lr.N <= 0 {
+				err = fmt.Errorf("worker output larger than %d bytes", max)
+			}
+			ch <- workerMsg{err: err}
+			io.Copy(io.Discard, r)
+			return
 		}
 	}()
-	return ch
+	return ch, fin
 }
 
 // publish sends the job and waits for the worker's result, at most the

@@ -168,7 +168,7 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 		return fail("worker: start %s: %v", opts.Worker, err), nil
 	}
 	kill := func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out := readWorker(stdout, maxWorkerReport)
+	out, outRead := readWorker(stdout, maxWorkerReport)
 	relayed := make(chan struct{})
 	go func() {
 		relayLog(stderr, h.Name, log, opts.Progress)
@@ -177,8 +177,7 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 	done := make(chan error, 1)
 	go func() {
 		<-relayed // Wait closes the pipes; read them all first
-		for range out {
-		}
+		<-outRead
 		done <- cmd.Wait()
 	}()
 	stdin.Write(append(job, '\n'))

@@ -30,3 +30,27 @@ func TestRelayLogProgress(t *testing.T) {
 	}
 	relayLog(strings.NewReader(in), "laptop", log, nil) // no callback: logs only
 }
+
+// TestReadWorkerBounded: the parent hands on at most the two values a
+// worker may send and reads the rest of its output away, so that nothing
+// the sessions wait for is taken by another reader, and a worker that
+// writes too much never blocks on a full pipe.
+func TestReadWorkerBounded(t *testing.T) {
+	in := strings.NewReader(`{"a":1}` + "\n" + `{"b":2}` + "\n" + `{"c":3}` + "\n" + strings.Repeat("x", 1<<16))
+	msgs, done := readWorker(in, 1<<20)
+	<-done
+	var got []string
+	for m := range msgs {
+		if m.err != nil {
+			got = append(got, "err")
+			continue
+		}
+		got = append(got, string(m.data))
+	}
+	if want := []string{`{"a":1}`, `{"b":2}`, "err"}; !slices.Equal(got, want) {
+		t.Fatalf("messages %q; want %q", got, want)
+	}
+	if in.Len() != 0 {
+		t.Errorf("%d bytes left unread", in.Len())
+	}
+}
