@@ -408,6 +408,9 @@ func (h *Handoff) Validate() []Problem {
 		ps = append(ps, *p)
 	}
 	ps = append(ps, h.unfilledProblems()...)
+	if p := injectionProblem(h); p != nil {
+		ps = append(ps, *p)
+	}
 
 	for _, k := range []string{SectionType, SectionTitle, SectionSummary, SectionAction} {
 		switch v := h.Sections[k]; {

@@ -483,13 +483,14 @@ func TestReasonsDocumented(t *testing.T) {
 		ReasonUnknownAction, ReasonInvalidType, ReasonSecretLike, ReasonHiddenCharacters, ReasonSymlink,
 		ReasonNotRegular, ReasonOversize, ReasonChanging, ReasonTooYoung, ReasonNoTarget, ReasonCardIdentical,
 		ReasonUnfilledTemplate,
+		ReasonInjectionLike,
 	} {
 		if Reasons[code] == "" {
 			t.Errorf("Reasons has no description for %q", code)
 		}
 	}
-	if len(Reasons) != 24 {
-		t.Errorf("Reasons has %d codes, want 24", len(Reasons))
+	if len(Reasons) != 25 {
+		t.Errorf("Reasons has %d codes, want 25", len(Reasons))
 	}
 }
 

@@ -23,6 +23,7 @@ const (
 	ReasonInvalidType         = "invalid-type"
 	ReasonSecretLike          = "secret-like-content"
 	ReasonHiddenCharacters    = "hidden-characters"
+	ReasonInjectionLike       = "injection-like-content"
 	ReasonNoTarget            = "no-target"
 	ReasonUnfilledTemplate    = "unfilled-template"
 
@@ -56,6 +57,7 @@ var Reasons = map[string]string{
 	ReasonInvalidType:         "the type is not one of the known handoff types",
 	ReasonSecretLike:          "the handoff contains what looks like a private key or access token",
 	ReasonHiddenCharacters:    "the handoff contains invisible, bidirectional or control characters",
+	ReasonInjectionLike:       "the card or document text addresses the agent that will read it with instructions to disregard its earlier instructions, hide something from the user, send out secrets or switch off its safety rules",
 	ReasonNoTarget:            "a no-card handoff names no document to update, so a person must decide",
 	ReasonUnfilledTemplate:    "a section still holds a `handoff template` placeholder, <FILL: …>",
 	ReasonCardIdentical:       "create-card names a card that already holds exactly this content, byte for byte; nothing is written",

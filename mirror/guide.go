@@ -82,7 +82,7 @@ func Guide(g GuideInput) []byte {
 	w("Nothing is applied that is not safe to apply; these go to review instead:\n\n")
 	for _, code := range []string{ingest.ReasonHashConflict, ingest.ReasonCardExists, ingest.ReasonCardMissing,
 		ingest.ReasonMissingExpectedSHA, ingest.ReasonMissingSection, ingest.ReasonInvalidFrontMatter,
-		ingest.ReasonSecretLike, ingest.ReasonHiddenCharacters, ingest.ReasonUnsafeTarget} {
+		ingest.ReasonSecretLike, ingest.ReasonHiddenCharacters, ingest.ReasonInjectionLike, ingest.ReasonUnsafeTarget} {
 		w("- `%s`: %s.\n", code, ingest.Reasons[code])
 	}
 	w("\nA file that is not a handoff at all (`%s`) is quarantined.\n", ingest.ReasonParseError)
