@@ -1,7 +1,8 @@
 // Package ledger is the store step's record and the ingester's memory: the
 // SQLite database (pure-Go driver, WAL, synchronous=FULL) holding every
-// stored source, every distinct handoff and its result, every plan and
-// every run, and the read-only queries doctor, where and prune ask.
+// stored source, every distinct handoff and its result, every plan, every
+// run and every person's decision in `handoff review` (decisions.go), and
+// the read-only queries doctor, where, prune and review ask.
 //
 // Guarantees:
 //   - A committed transaction survives power loss; a source is recorded

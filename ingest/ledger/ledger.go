@@ -98,6 +98,7 @@ var migrations = []string{
 		archived_as TEXT NOT NULL DEFAULT '',
 		at          TEXT NOT NULL
 	);`,
+	migrationDecisions,
 }
 
 // Plan states.
@@ -355,12 +356,30 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 	defer srcStmt.Close()
 	var hoStmt, planStmt *sql.Stmt
 	at := now()
+	// A plan among these may be a person's decision (StartDecision): its
+	// bookkeeping is the decision's too, in this transaction.
+	var decided map[int64]int64
+	for _, f := range fs {
+		if f.PlanID != 0 {
+			if decided, err = startedDecisions(ctx, tx); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	for _, f := range fs {
 		o := f.O
-		if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
+		d, mine := decided[f.PlanID]
+		mine = mine && f.PlanID != 0
+		if mine {
+			// The source's and the handoff's rows are the decision's.
+			if err := finishDecided(ctx, tx, d, f, runID, at); err != nil {
+				return err
+			}
+		} else if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
 			return err
 		}
-		if o.OwnResult() {
+		if o.OwnResult() && !mine {
 			if hoStmt == nil {
 				if hoStmt, err = tx.PrepareContext(ctx, `INSERT INTO handoffs
 					(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
