@@ -52,8 +52,11 @@ traced() { # name -> one run under strace, for the fsync count
     "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x >/dev/null 2>&1
 }
 # RUNS plain runs of each applier, alternating; the table gives medians.
-for r in $(seq "$RUNS"); do for b in transactional naive; do plain "$b" "$r"; done; done
-for b in seed-only transactional naive; do traced "$b"; done
+# transactional-unscreened is the ingester without the injection-like-
+# content screen (issue 15): run beside it, for what the screen costs.
+APPLIERS="transactional transactional-unscreened naive"
+for r in $(seq "$RUNS"); do for b in $APPLIERS; do plain "$b" "$r"; done; done
+for b in seed-only $APPLIERS; do traced "$b"; done
 if [ "${PROFILE:-0}" = 1 ]; then # where the transactional ingester's time goes
   "$TB" -test.run '^$' -test.bench '^BenchmarkIngestVsNaive/transactional$' -test.benchtime 1x \
     -test.cpuprofile "$OUT/transactional.cpu" >/dev/null
@@ -79,7 +82,7 @@ fs_med=$(metric fsync 'median-µs/fsync')
   echo
   echo "| applier | handoffs/s (median of $RUNS) | runs | ms/handoff | fsyncs/handoff (strace: all) | file fsyncs/handoff (durable) | peak RSS MiB (whole process, largest run) |"
   echo "|---|---|---|---|---|---|---|"
-  for b in transactional naive; do
+  for b in $APPLIERS; do
     hs=$(med "$b" handoffs/s)
     all=$(( $(calls "$b") - seed ))
     printf '| %s | %.0f | %s | %.3f | %.2f | %s | %s |\n' "$b" "$hs" "$(runs "$b" handoffs/s | tr '\n' ' ' | sed 's/ $//')" "$(awk -v h="$hs" 'BEGIN{print 1000/h}')" \
@@ -89,6 +92,10 @@ fs_med=$(metric fsync 'median-µs/fsync')
   all=$(( $(calls transactional) - seed ))
   echo
   echo "transactional / naive throughput (ratio of the medians): $(awk -v a="$t" -v b="$nv" 'BEGIN{printf "%.1f%%", 100*a/b}')."
+  u=$(med transactional-unscreened handoffs/s)
+  # per run pair: the screened run's throughput over the unscreened one's
+  pairs=$(for r in $(seq "$RUNS"); do awk -v a="$(metric "transactional.$r" handoffs/s)" -v b="$(metric "transactional-unscreened.$r" handoffs/s)" 'BEGIN{printf "%.3f ", a/b}'; done)
+  echo "injection screen: transactional (screened) / transactional-unscreened throughput (ratio of the medians): $(awk -v a="$t" -v b="$u" 'BEGIN{printf "%.3f", a/b}') (per run pair: ${pairs% })."
   fn_med=$(metric fsync-new 'median-µs/fsync') fn_file=$(metric fsync-new 'median-µs/durable-file')
   per=$(awk -v a="$all" -v n="$N" 'BEGIN{printf "%.2f", a/n}')
   echo "fsync cost here: rewriting 4 KiB of one file + fsync: median ${fs_med} µs (p90 $(metric fsync 'p90-µs/fsync') µs); a new 4 KiB file durably (create, write, fsync, rename, fsync the directory): median ${fn_file} µs, its fsyncs median ${fn_med} µs each."

@@ -93,6 +93,9 @@ type batch struct {
 	dirs    map[string]bool // directories made sure of
 	files   []*staged
 	bytes   int
+	// sums memoizes the hashes of targets read from disk for review
+	// entries (reviewBefore).
+	sums map[string]string
 }
 
 // srcQueue hands out pending sources in storage order, a page at a time.
@@ -196,7 +199,7 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 // not nil, is the batch being applied meanwhile: srcs are planned on what
 // it is about to write.
 func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []sourceRow, prev *batch) (_ *batch, err error) {
-	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}}
+	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}, sums: map[string]string{}}
 	defer func() {
 		if err != nil {
 			b.cleanup()
@@ -254,7 +257,7 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 		return it, nil
 	}
 	if probs := h.Validate(); len(probs) > 0 {
-		return it, b.review(it, data, outcome{Reason: probs[0].Reason, Action: h.Action})
+		return it, b.review(it, data, outcome{Reason: probs[0].Reason, Action: h.Action, Before: b.reviewBefore(h)})
 	}
 	p, reason, err := in.plan(src, h, b.read)
 	if err != nil {
@@ -333,6 +336,24 @@ func (b *batch) read(target string) ([]byte, bool, string, error) {
 		}
 	}
 	return b.in.readDisk(target)
+}
+
+// reviewBefore is the hash of the target a handoff that goes to review
+// names (see namedTargetHash), as the batch sees it; a target read from
+// disk is read once a batch, however many review items name it.
+func (b *batch) reviewBefore(h *Handoff) string {
+	t := NamedTarget(h)
+	if t == "" {
+		return ""
+	}
+	if s, ok := b.sums[t]; ok {
+		if _, planned := b.view[t]; !planned {
+			return s
+		}
+	}
+	s := namedTargetHash(h, b.read)
+	b.sums[t] = s
+	return s
 }
 
 // review routes a source to review with a draft of its bytes.

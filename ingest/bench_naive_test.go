@@ -110,34 +110,44 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 			led.Close()
 		}
 	})
-	b.Run("transactional", func(b *testing.B) {
-		ctx := context.Background()
-		var syncs int64
-		for b.Loop() {
-			b.StopTimer()
-			dir := b.TempDir()
-			sp, led, _ := seedSpool(b, dir, n)
-			ing, err := New(Options{Workspace: filepath.Join(dir, "ws"), RunID: "bench", Log: benchLog()}, led, sp)
-			if err != nil {
-				b.Fatal(err)
+	// transactional is the ingester as shipped; transactional-unscreened
+	// the same without the injection-like-content screen, for its cost
+	// (bench/ingest.sh runs the two side by side).
+	for _, v := range []struct {
+		name     string
+		screened bool
+	}{{"transactional", true}, {"transactional-unscreened", false}} {
+		b.Run(v.name, func(b *testing.B) {
+			screenInjection = v.screened
+			defer func() { screenInjection = true }()
+			ctx := context.Background()
+			var syncs int64
+			for b.Loop() {
+				b.StopTimer()
+				dir := b.TempDir()
+				sp, led, _ := seedSpool(b, dir, n)
+				ing, err := New(Options{Workspace: filepath.Join(dir, "ws"), RunID: "bench", Log: benchLog()}, led, sp)
+				if err != nil {
+					b.Fatal(err)
+				}
+				before := durable.Syncs()
+				b.StartTimer()
+				entries, err := ing.Run(ctx)
+				b.StopTimer()
+				syncs += durable.Syncs() - before
+				if err != nil || len(entries) != n {
+					b.Fatalf("ingested %d of %d: %v", len(entries), n, err)
+				}
+				ing.Close()
+				led.Close()
+				sp.Close()
+				b.StartTimer()
 			}
-			before := durable.Syncs()
-			b.StartTimer()
-			entries, err := ing.Run(ctx)
-			b.StopTimer()
-			syncs += durable.Syncs() - before
-			if err != nil || len(entries) != n {
-				b.Fatalf("ingested %d of %d: %v", len(entries), n, err)
-			}
-			ing.Close()
-			led.Close()
-			sp.Close()
-			b.StartTimer()
-		}
-		b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "handoffs/s")
-		b.ReportMetric(float64(syncs)/float64(b.N*n), "file-fsyncs/handoff")
-		b.ReportMetric(maxRSSMiB(), "peak-RSS-MiB")
-	})
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "handoffs/s")
+			b.ReportMetric(float64(syncs)/float64(b.N*n), "file-fsyncs/handoff")
+			b.ReportMetric(maxRSSMiB(), "peak-RSS-MiB")
+		})
+	}
 	b.Run("naive", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()

@@ -83,3 +83,49 @@ func BenchmarkIngest1000(b *testing.B) {
 	b.ReportMetric(float64(syncs)/float64(b.N*n), "file-fsyncs/handoff")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/handoff")
 }
+
+// BenchmarkValidateMix parses and validates the mix of BenchmarkIngest1000
+// (no I/O), with the injection-like-content screen and without it: the
+// screen's CPU cost per handoff.
+func BenchmarkValidateMix(b *testing.B) {
+	const n = 1000
+	data := make([][]byte, n)
+	for i := range data {
+		data[i] = []byte(mixedHandoff(i))
+	}
+	for _, v := range []struct {
+		name     string
+		screened bool
+	}{{"screened", true}, {"unscreened", false}} {
+		b.Run(v.name, func(b *testing.B) {
+			screenInjection = v.screened
+			defer func() { screenInjection = true }()
+			for b.Loop() {
+				for _, d := range data {
+					Lint(d)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/handoff")
+		})
+	}
+}
+
+// BenchmarkInjectionScreen is the injection-like-content screen alone on
+// the parsed handoffs of the mix (the ones that parse): its CPU per
+// handoff, next to BenchmarkValidateMix's whole check.
+func BenchmarkInjectionScreen(b *testing.B) {
+	var hs []*Handoff
+	for i := range 1000 {
+		if h, err := Parse([]byte(mixedHandoff(i))); err == nil {
+			hs = append(hs, h)
+		}
+	}
+	for b.Loop() {
+		for _, h := range hs {
+			if injectionProblem(h) != nil {
+				b.Fatal("the mix holds injection-like text")
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(hs)), "ns/handoff")
+}

@@ -17,8 +17,13 @@
 //   - Nothing is written outside the workspace: every path is resolved in an
 //     os.Root, and a symlinked component or target routes the handoff to
 //     review instead.
-//   - Anything not clearly safe (failed validation, secret-like or hidden
-//     content, stale hashes) goes to review with a stable reason code.
+//   - Anything not clearly safe (failed validation, secret-like, hidden or
+//     injection-like content, stale hashes) goes to review with a stable
+//     reason code.
+//   - A person's decision about a handoff waiting for review (Decide, see
+//     review.go) goes through the same plan and commit and crash recovery,
+//     relaxing only the rules its Override names; the decision is finished
+//     in the plan's own bookkeeping transaction.
 //
 // These hold per handoff; their cost is shared. Sources are decided and
 // applied in batches (batch.go): one plan commit and one bookkeeping commit

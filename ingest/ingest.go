@@ -63,6 +63,9 @@ type Ingester struct {
 	// tempsRemoved: the first Run has removed a crashed run's temporary
 	// files.
 	tempsRemoved bool
+	// draftsChecked: the first Run (or Recover) has removed the drafts of
+	// decided handoffs that a crashed review left (see Recover).
+	draftsChecked bool
 
 	// beforeReplace, when set (by tests), runs after a batch's new files
 	// are durable and before its targets are replaced.
@@ -89,7 +92,8 @@ func (in *Ingester) Close() error {
 	return in.ws.Close()
 }
 
-// Run first finishes plans a crashed run left behind, then decides and
+// Run first finishes what a crashed run left behind (Recover: its plans,
+// and the drafts of handoffs a person decided about), then decides and
 // applies every stored source that has no result yet, in the order they
 // were stored. It returns one Entry per source it gave a result to, in
 // that order.
@@ -103,34 +107,9 @@ func (in *Ingester) Close() error {
 // Sources are taken in batches (see batch.go): the guarantee is per
 // handoff, the cost of the fsyncs and ledger commits is shared.
 func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
-	// Temporary files are a crashed process's leftovers only before this
-	// Ingester's first Run; after it they are its own retired files.
-	if !in.tempsRemoved {
-		if err := in.ws.removeTemps(); err != nil {
-			return nil, fmt.Errorf("ingest: remove temporary files: %w", err)
-		}
-		in.tempsRemoved = true
-	}
-	var out []Entry
-	open, err := in.led.OpenPlans(ctx)
+	out, err := in.Recover(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ingest: %w", err)
-	}
-	plans := make([]*plan, len(open))
-	for i, lp := range open {
-		plans[i] = &plan{Plan: *lp}
-	}
-	for i, p := range plans {
-		src, err := in.led.Source(ctx, p.SourceID)
-		if err != nil {
-			return out, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
-		}
-		in.log.Info("finishing interrupted plan", "plan", p.ID, "target", p.Target)
-		e, err := in.apply(ctx, src, p, plans[:i], plans[i+1:])
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
+		return out, err
 	}
 	entries, err := in.runBatches(ctx)
 	return append(out, entries...), err
@@ -186,8 +165,17 @@ func (in *Ingester) readDisk(target string) ([]byte, bool, string, error) {
 
 // plan decides the change a valid handoff makes to its target as read
 // returns it. A non-empty reason means no change: unplanned tells what
-// becomes of the handoff then.
+// becomes of the handoff then. The plan's Before is the target's hash
+// also then (a review entry carries it), except for an unsafe target.
 func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, string, error) {
+	return planWith(src, h, read, Override{})
+}
+
+// planWith is plan with a person's override (see Override): with
+// ov.Workspace, the rules about the card's state (card-exists,
+// card-missing, hash-conflict, card-identical) give a plan on the card as
+// it is now instead of a reason.
+func planWith(src sourceRow, h *Handoff, read readFunc, ov Override) (*plan, string, error) {
 	p := &plan{Plan: ledger.Plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}}
 	if h.Card != nil {
 		p.Kind, p.Target = kindCard, layout.CardsDir+"/"+h.Card.Name
@@ -195,20 +183,27 @@ func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, strin
 		if reason, err := unsafeReason(err); reason != "" || err != nil {
 			return p, reason, err
 		}
+		p.Before = sum
+		reason := ""
 		switch {
 		case h.Action == ActionCreateCard && exists && bytes.Equal(cur, []byte(h.Card.Content)):
 			// The card already holds what the create would write, byte
 			// for byte (an agent saved it twice): nothing to write.
-			p.Before, p.After = sum, sum
-			return p, ReasonCardIdentical, nil
+			reason = ReasonCardIdentical
 		case h.Action == ActionCreateCard && exists:
-			return p, ReasonCardExists, nil
+			reason = ReasonCardExists
 		case h.Action == ActionUpdateCard && !exists:
-			return p, ReasonCardMissing, nil
+			reason = ReasonCardMissing
 		case h.Action == ActionUpdateCard && sum != h.Card.ExpectedSHA256:
-			return p, ReasonHashConflict, nil
+			reason = ReasonHashConflict
 		}
-		p.Before, p.cur = sum, cur
+		if reason != "" && !ov.Workspace {
+			if reason == ReasonCardIdentical {
+				p.After = sum
+			}
+			return p, reason, nil
+		}
+		p.cur = cur
 		p.Content = []byte(h.Card.Content)
 		p.next = p.Content
 		p.After = hash(p.Content)
@@ -229,6 +224,36 @@ func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, strin
 	return p, "", nil
 }
 
+// NamedTarget is the workspace file a handoff names, when it names exactly
+// one that a handoff may write: memory/cards/<name> for a plain card name,
+// or an allowed document. Otherwise "".
+func NamedTarget(h *Handoff) string {
+	switch {
+	case h == nil:
+	case h.Card != nil && h.Document == nil && isCardName(h.Card.Name):
+		return layout.CardsDir + "/" + h.Card.Name
+	case h.Document != nil && h.Card == nil && IsAllowedDocument(h.Document.Target):
+		return h.Document.Target
+	}
+	return ""
+}
+
+// namedTargetHash is the SHA-256 of the target a handoff names (see
+// NamedTarget) as read returns it, or "" when it names none, the target is
+// absent, or it cannot be read safely: what a review entry carries as its
+// before-hash.
+func namedTargetHash(h *Handoff, read readFunc) string {
+	t := NamedTarget(h)
+	if t == "" {
+		return ""
+	}
+	_, _, sum, err := read(t)
+	if err != nil {
+		return ""
+	}
+	return sum
+}
+
 // unplanned gives its result to a valid source that the planner gave a
 // reason instead of a plan. A create-card whose card already holds its
 // content (card-identical) is a duplicate: nothing is written, not even a
@@ -239,7 +264,11 @@ func (b *batch) unplanned(it *item, data []byte, h *Handoff, p *plan, reason str
 		it.o = outcome{Result: ResultDuplicate, Reason: reason, Action: h.Action, Target: p.Target, Before: p.Before, After: p.After}
 		return nil
 	}
-	return b.review(it, data, outcome{Reason: reason, Action: h.Action})
+	before := ""
+	if p != nil {
+		before = p.Before
+	}
+	return b.review(it, data, outcome{Reason: reason, Action: h.Action, Before: before})
 }
 
 // apply carries a recorded plan to its end: backup, guarded write,
@@ -251,20 +280,22 @@ func (b *batch) unplanned(it *item, data []byte, h *Handoff, p *plan, reason str
 func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, later []*plan) (Entry, error) {
 	// Each pass either finishes or changes something (a re-plan, a lost
 	// race); a target that keeps changing under us goes to review.
+	lastHash := p.Before
 	for attempt := 0; ; attempt++ {
 		if attempt == maxApplyAttempts {
-			return in.reviewPlan(ctx, src, p, ReasonHashConflict)
+			return in.reviewPlan(ctx, src, p, ReasonHashConflict, lastHash)
 		}
 		cur, exists, err := in.ws.read(p.Target)
 		if reason, err := unsafeReason(err); err != nil {
 			return Entry{}, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
 		} else if reason != "" {
-			return in.reviewPlan(ctx, src, p, reason)
+			return in.reviewPlan(ctx, src, p, reason, "")
 		}
 		curHash := ""
 		if exists {
 			curHash = hash(cur)
 		}
+		lastHash = curHash
 		switch {
 		case curHash == p.After:
 			// The write happened before a crash (or the target already
@@ -346,7 +377,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 				return Entry{}, fmt.Errorf("ingest: plan %d: %w", p.ID, err)
 			}
 		default:
-			return in.reviewPlan(ctx, src, p, ReasonHashConflict)
+			return in.reviewPlan(ctx, src, p, ReasonHashConflict, curHash)
 		}
 	}
 }
@@ -510,12 +541,14 @@ func (in *Ingester) backup(p *plan, cur []byte, exists bool) error {
 	return nil
 }
 
-func (in *Ingester) reviewPlan(ctx context.Context, src sourceRow, p *plan, reason string) (Entry, error) {
+// reviewPlan sends a recorded plan's handoff to review; before is the
+// target's hash as last seen ("" when unknown or unsafe).
+func (in *Ingester) reviewPlan(ctx context.Context, src sourceRow, p *plan, reason, before string) (Entry, error) {
 	data, err := in.spool.Get(src.SHA256)
 	if err != nil {
 		return Entry{}, fmt.Errorf("ingest: %w", err)
 	}
-	return in.review(ctx, src, data, outcome{Reason: reason, Action: p.Action}, p.ID)
+	return in.review(ctx, src, data, outcome{Reason: reason, Action: p.Action, Before: before}, p.ID)
 }
 
 // review writes the handoff's bytes as a draft for a human and records the

@@ -41,6 +41,17 @@ var Names = []string{
 	"mirror.removed",       // one file gone from canonical memory removed from the mirror
 }
 
+// ReviewNames lists the failpoints of `handoff review accept`, `edit` and
+// `reject`, in order. Accept and edit also pass the ingester's own
+// backup.written, commit.written and bookkeeping.done between
+// review.planned and review.decided.
+var ReviewNames = []string{
+	"review.edit-stored",   // edit: the edited handoff durable in the spool, nothing in the ledger
+	"review.planned",       // accept, edit: the plan and the started decision committed, nothing applied
+	"review.decided",       // the decision done in the ledger, its draft still in the review inbox
+	"review.draft-removed", // the draft removed, not yet marked so in the ledger; no receipt yet
+}
+
 var (
 	once   sync.Once
 	armed  string
@@ -52,6 +63,9 @@ var (
 
 func load() {
 	for _, n := range Names {
+		known[n] = true
+	}
+	for _, n := range ReviewNames {
 		known[n] = true
 	}
 	v := os.Getenv(Env)
