@@ -40,7 +40,9 @@
 //   - A harness is a single path component starting with a dot, such as
 //     .claude. A harness list, when given, is not empty.
 //   - max_depth is 0 to 16; max_file_size is 1 byte to 64MiB; settle is not
-//     negative; timeout is more than 0 and at most 24h.
+//     negative; timeout is more than 0 and at most 24h;
+//     defaults.review_max_age (the workspace's, not a host's) is more than
+//     0 and at most 365d.
 //   - A host has at least one inbox or discovery root. Those paths, the
 //     workspace, ssh.identity_file and ssh.known_hosts are absolute or start
 //     with "~/" (or are "~") once cleaned, and an inbox path ends in

@@ -286,6 +286,9 @@ func TestValidation(t *testing.T) {
 		{"ping_url without host", "version: 1\nnotify: {ping_url: 'https:///x'}\n", "", "notify.ping_url", "not an http or https URL"},
 		{"ping_url without scheme", "version: 1\nnotify: {ping_url: hc-ping.com/x}\n", "", "notify.ping_url", "not an http or https URL"},
 		{"ping_url unparsable", "version: 1\nnotify: {ping_url: 'http://[::1'}\n", "", "notify.ping_url", "not an http or https URL"},
+		{"review_max_age zero", "version: 1\ndefaults: {review_max_age: 0s}\n", "", "defaults.review_max_age", "out of range"},
+		{"review_max_age over a year", "version: 1\ndefaults: {review_max_age: 400d}\n", "", "defaults.review_max_age", "out of range"},
+		{"review_max_age on a host", hosts(laptop + ", review_max_age: 7d, inboxes: [/a/memory-handoffs]}"), "laptop", "hosts[0].review_max_age", "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := parse(t, tc.doc)

@@ -24,6 +24,9 @@ const (
 	// DefaultStaleAfter is how long a reachable host may send no handoff
 	// before doctor warns that its agents' closeout may have stopped.
 	DefaultStaleAfter = 7 * 24 * time.Hour
+	// DefaultReviewMaxAge is how long a handoff may wait for a person
+	// before doctor warns.
+	DefaultReviewMaxAge = 7 * 24 * time.Hour
 )
 
 // DefaultHarnesses returns the harness directories searched by default:
@@ -78,6 +81,10 @@ type Defaults struct {
 	// StaleAfter is how long a reachable host may send no handoff before
 	// doctor warns; 0 turns the check off.
 	StaleAfter *Duration `json:"stale_after,omitempty"`
+	// ReviewMaxAge is how long a handoff may wait for a person (`handoff
+	// review`) before doctor warns. It belongs to the workspace, not to a
+	// host: only the defaults block has it.
+	ReviewMaxAge *Duration `json:"review_max_age,omitempty"`
 }
 
 // Notify configures the heartbeat.
@@ -237,6 +244,9 @@ func (m *Manifest) applyDefaults() {
 	}
 	if d.StaleAfter == nil {
 		d.StaleAfter = &Duration{DefaultStaleAfter}
+	}
+	if d.ReviewMaxAge == nil {
+		d.ReviewMaxAge = &Duration{DefaultReviewMaxAge}
 	}
 }
 

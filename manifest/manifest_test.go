@@ -98,7 +98,7 @@ func TestDefaultsApplied(t *testing.T) {
 	d := m.Defaults
 	if !slices.Equal(d.Harnesses, DefaultHarnesses()) || d.MaxDepth == nil || *d.MaxDepth != 3 ||
 		d.MaxFileSize == nil || *d.MaxFileSize != MiB || d.Settle == nil || d.Settle.Duration != 10*time.Second ||
-		d.Timeout == nil || d.Timeout.Duration != 5*time.Minute {
+		d.Timeout == nil || d.Timeout.Duration != 5*time.Minute || d.ReviewMaxAge == nil || d.ReviewMaxAge.Duration != DefaultReviewMaxAge {
 		t.Errorf("Defaults = %+v; want every built-in default", d)
 	}
 	h := m.Hosts[0]

@@ -520,7 +520,7 @@ func TestSchemaDefaultsAndLimits(t *testing.T) {
 	if s, err := ParseSize(fmt.Sprint(dprop("max_file_size")["default"])); err != nil || s != DefaultMaxFileSize {
 		t.Errorf("max_file_size default %v (%v); want %v", dprop("max_file_size")["default"], err, DefaultMaxFileSize)
 	}
-	for name, want := range map[string]any{"settle": DefaultSettle, "timeout": DefaultTimeout} {
+	for name, want := range map[string]any{"settle": DefaultSettle, "timeout": DefaultTimeout, "review_max_age": DefaultReviewMaxAge} {
 		if d, err := ParseDuration(fmt.Sprint(dprop(name)["default"])); err != nil || d != want {
 			t.Errorf("%s default %v (%v); want %v", name, dprop(name)["default"], err, want)
 		}

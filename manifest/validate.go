@@ -16,6 +16,8 @@ const (
 	maxMaxDepth    = 16
 	maxMaxFileSize = 64 * MiB
 	maxTimeout     = 24 * time.Hour
+	// maxReviewMaxAge bounds defaults.review_max_age.
+	maxReviewMaxAge = 365 * 24 * time.Hour
 )
 
 var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -60,6 +62,10 @@ func (v *validator) manifest(m *Manifest) {
 	v.mirror("", "defaults.mirror", d.Mirror, nil)
 	v.defMirror = d.Mirror
 	v.staleAfter("", "defaults", d.StaleAfter)
+	if a := d.ReviewMaxAge; a != nil && (a.Duration <= 0 || a.Duration > maxReviewMaxAge) {
+		v.report(FieldError{Field: "defaults.review_max_age", Value: a.String(),
+			Msg: fmt.Sprintf("%s is out of range: must be more than 0 and at most 365d", a), Hint: "use a duration such as 7d"})
+	}
 
 	if u := m.Notify.PingURL; u != "" {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {

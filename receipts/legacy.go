@@ -17,7 +17,9 @@ const (
 
 // WriteRun stores <run-id>.json in dir (created if needed), durably and
 // atomically, and leaves latest.json and latest.log alone: they describe
-// the newest sync. It returns the file's path.
+// the newest sync, which doctor and the heartbeat judge the timer by. The
+// receipts of `handoff import processed` and `handoff review` are written
+// so. It returns the file's path.
 func WriteRun(dir string, r *Receipt) (string, error) {
 	data, err := Marshal(r)
 	if err != nil {

@@ -131,6 +131,9 @@ type Handoff struct {
 	// Error says what went wrong with this handoff when something did:
 	// its archive rename failed, or it could not be read.
 	Error string `json:"error,omitempty"`
+	// Decision is a person's decision about it (receipts of mode review
+	// only; see review.go).
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // Notify is the heartbeat ping's result.

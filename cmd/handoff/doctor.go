@@ -26,14 +26,16 @@ func newDoctorCmd(g *globals) *cobra.Command {
 		Use:   "doctor",
 		Short: "Check the workspace, the timer and every host; say what to fix",
 		Long: "doctor checks the workspace (writable, lock, interrupted plans, ledger integrity,\n" +
-			"review-inbox depth, the last receipt's outcome and age), the systemd timer and\n" +
-			"the binary it is pinned to, and every host (reachable; per inbox: pending,\n" +
-			"processed, malformed and rejected files, handoffs waiting more than 3 days, and\n" +
-			"whether the account may archive there; whether the host has sent a handoff\n" +
-			"within its stale_after, 7d by default). It prints one line per check, [ok],\n" +
-			"[warn] or [fail], with a hint under every problem, and exits 1 if any check\n" +
-			"failed. It writes nothing but, to learn whether an inbox can be archived in, an\n" +
-			"empty directory named .handoff-doctor-probe-<random> in it, removed at once.",
+			"review-inbox depth, what waits for review and for how long, hosts that keep\n" +
+			"sending malformed handoffs, the last receipt's outcome and age), the systemd\n" +
+			"timer and the binary it is pinned to, and every host (its mirror; reachable; per\n" +
+			"inbox: pending, processed, malformed and rejected files, handoffs waiting more\n" +
+			"than 3 days, and whether the account may archive there; whether the host has\n" +
+			"sent a handoff within its stale_after, 7d by default). It prints one line per\n" +
+			"check, [ok], [warn] or [fail], with a hint under every problem, and exits 1 if\n" +
+			"any check failed. It writes nothing but, to learn whether an inbox can be\n" +
+			"archived in, an empty directory named .handoff-doctor-probe-<random> in it,\n" +
+			"removed at once.",
 		Args: cobra.NoArgs,
 		RunE: c.run,
 	}

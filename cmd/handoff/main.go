@@ -85,7 +85,7 @@ func exitCode(err error) (int, string) {
 	var fe *manifest.FieldError
 	switch {
 	case errors.Is(err, handoff.ErrLocked):
-		return exitLocked, "another sync is running; this one exits and the next timer tick retries"
+		return exitLocked, "another handoff run (a sync, prune or `handoff review`) is using the workspace; this one exits and the next timer tick retries"
 	case errors.As(err, &ue):
 		return exitUsage, ""
 	case errors.As(err, &fe):

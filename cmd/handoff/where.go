@@ -192,8 +192,17 @@ func describeMatch(w io.Writer, m where.Match) {
 			line("after", "%s", m.AfterSHA256)
 		}
 	}
+	if e := m.EditedFrom; e != nil {
+		line("edited from", "%s by %s at %s (run %s)%s", e.OriginalSHA256, safeText(e.By), ts(e.At), e.RunID, noteOf(e.Note))
+	}
+	for _, d := range m.Decisions {
+		describeDecisionLine(line, d, ts)
+	}
 	arch := safeText(m.ArchivedAs)
-	if !m.Archived {
+	switch {
+	case m.EditedFrom != nil && m.ArchivedAs == "":
+		arch = "(none: written by `handoff review edit`, never on a host)"
+	case !m.Archived:
 		arch += " (rename not confirmed yet; the next sync finishes it)"
 	}
 	line("archived as", "%s", arch)
@@ -202,4 +211,44 @@ func describeMatch(w io.Writer, m where.Match) {
 	if m.Result != "" {
 		line("ingested", "%s by run %s", ts(m.IngestedAt), m.IngestRun)
 	}
+}
+
+// describeDecisionLine prints one review decision of a match.
+func describeDecisionLine(line func(label, format string, args ...any), d where.Decision, ts func(time.Time) string) {
+	state := ""
+	switch d.State {
+	case "started":
+		state = " (interrupted; the next `handoff review` command or sync finishes it)"
+	case "abandoned":
+		state = " (abandoned: the target changed while it was written; it waited again)"
+	}
+	waited := d.WaitedAs
+	if d.Reason != "" {
+		waited += " (" + d.Reason + ")"
+	}
+	line("decision", "%s by %s at %s (run %s)%s", d.Decision, safeText(d.By), ts(d.At), d.RunID, state)
+	line("waited as", "%s", waited)
+	if d.Note != "" {
+		line("note", "%s", safeText(d.Note))
+	}
+	if len(d.Overrides) > 0 {
+		line("overriding", "%s", strings.Join(d.Overrides, ", "))
+	}
+	if d.EditedSHA256 != "" {
+		line("edited into", "%s", d.EditedSHA256)
+	}
+	if d.Decision == "rejected" && d.Target != "" {
+		before := d.BeforeSHA256
+		if before == "" {
+			before = "(absent)"
+		}
+		line("target", "%s, %s when rejected (unchanged)", d.Target, before)
+	}
+}
+
+func noteOf(n string) string {
+	if n == "" {
+		return ""
+	}
+	return fmt.Sprintf(", note %q", n)
 }

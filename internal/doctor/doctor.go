@@ -250,6 +250,7 @@ func doctorWorkspace(ctx context.Context, ws string, opts Options, facts *ledger
 	out = append(out, doctorLedger(ctx, ws, idle, lk.Held, facts)...)
 	lk.Release() // the rest reads files that runs replace atomically
 
+	out = append(out, doctorReview(ctx, ws, opts)...)
 	out = append(out, doctorReviewInbox(ws))
 	out = append(out, doctorReceipt(ws, opts))
 	return out
@@ -333,7 +334,7 @@ func doctorReviewInbox(ws string) Check {
 	c.Message = fmt.Sprintf("%d draft(s) waiting in %s", n, layout.ReviewDir)
 	if n > ReviewInboxWarn {
 		c.Status = CheckWarn
-		c.Hint = fmt.Sprintf("go through %s: apply by hand what is worth keeping (`handoff where NAME` says why each is there), then delete each draft", dir)
+		c.Hint = "go through them: `handoff review` lists what waits and why, then accept, edit or reject each"
 	}
 	return c
 }

@@ -65,6 +65,34 @@ type Match struct {
 	// MatchedBy says how the query named it: ByName, or ByTarget for the
 	// handoffs whose result names the queried workspace path.
 	MatchedBy string `json:"matched_by"`
+	// Decisions are what people decided about these bytes in `handoff
+	// review` (accepted, edited, rejected), oldest first.
+	Decisions []Decision `json:"decisions,omitempty"`
+	// EditedFrom is set when `handoff review edit` wrote these bytes: the
+	// decision that did, naming the handoff they were edited from.
+	EditedFrom *Decision `json:"edited_from,omitempty"`
+}
+
+// Decision is one person's decision in `handoff review`.
+type Decision struct {
+	Decision string    `json:"decision"` // accepted | edited | rejected
+	State    string    `json:"state"`    // done | started (a crash interrupted it) | abandoned
+	By       string    `json:"by"`
+	At       time.Time `json:"at"`
+	Note     string    `json:"note"`
+	RunID    string    `json:"run_id"`
+	// WaitedAs and Reason are the result and reason it waited with.
+	WaitedAs  string   `json:"waited_as"`
+	Reason    string   `json:"reason"`
+	Overrides []string `json:"overrides"`
+	// Target and the hashes: the target's before and after the decision.
+	Target       string `json:"target,omitempty"`
+	BeforeSHA256 string `json:"before_sha256,omitempty"`
+	AfterSHA256  string `json:"after_sha256,omitempty"`
+	// OriginalSHA256 is the handoff that was edited; EditedSHA256 the
+	// handoff the edit made.
+	OriginalSHA256 string `json:"original_sha256"`
+	EditedSHA256   string `json:"edited_sha256,omitempty"`
 }
 
 // Source names one stored source.
@@ -150,6 +178,9 @@ func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
 		}
 		out = append(out, m)
 	}
+	if err := addDecisions(ctx, v, out); err != nil {
+		return nil, err
+	}
 	for _, r := range rejs {
 		out = append(out, Match{
 			Kind: Rejected, MatchedBy: ByName, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
@@ -187,4 +218,37 @@ func workspacePath(ws, query string) string {
 		return ""
 	}
 	return q
+}
+
+// addDecisions puts on each match the decisions people made about its
+// bytes, and for bytes an edit wrote, the edit.
+func addDecisions(ctx context.Context, v *ledger.View, ms []Match) error {
+	var shas []string
+	for _, m := range ms {
+		if m.SHA256 != "" {
+			shas = append(shas, m.SHA256)
+		}
+	}
+	ds, err := v.DecisionsFor(ctx, shas)
+	if err != nil {
+		return err
+	}
+	for i := range ms {
+		m := &ms[i]
+		for _, d := range ds {
+			w := Decision{Decision: d.Decision, State: d.State, By: d.By, At: d.At, Note: d.Note, RunID: d.RunID,
+				WaitedAs: d.FromResult, Reason: d.FromReason, Overrides: []string{}, Target: d.Target,
+				BeforeSHA256: d.Before, AfterSHA256: d.After, OriginalSHA256: d.SHA256, EditedSHA256: d.NewSHA256}
+			if d.Overrides != "" {
+				w.Overrides = strings.Split(d.Overrides, ",")
+			}
+			switch {
+			case d.SHA256 == m.SHA256:
+				m.Decisions = append(m.Decisions, w)
+			case d.NewSHA256 == m.SHA256 && d.State != ledger.DecisionAbandoned:
+				m.EditedFrom = &w
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,144 @@
+package review
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/receipts"
+)
+
+const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// Detail is one item as Show gives it.
+type Detail struct {
+	Item Item
+	// Data is the handoff's exact bytes (Safe before printing).
+	Data []byte
+	// Why says the reason in words; Resolve what would resolve it.
+	Why, Resolve string
+	// Proposal is what `handoff review accept` (with the flags it needs)
+	// would do now: Proposal.Problems every reason it waits, Blocking
+	// those the accept alone does not relax, Current and Next the target
+	// now and after.
+	Proposal *ingest.Proposal
+	// Diff is the unified diff from the target as it is now to what the
+	// handoff would leave (a card: the whole card; a document: the text
+	// appended at its end); "" when there is nothing to compare.
+	Diff string
+	// Lost counts the lines of the card as it is now that the handoff's
+	// card does not keep (an update replaces the whole card).
+	Lost int
+	// Decisions are every decision about it, oldest first (abandoned ones
+	// too).
+	Decisions []Decision
+}
+
+// Show returns one item (waiting or decided) with its bytes, why it waits
+// and what would resolve it, and what accepting it now would do. It writes
+// nothing.
+func Show(ctx context.Context, ws, id string) (*Detail, error) {
+	v, done, err := view(ws)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	its, err := items(ctx, v, ws, true)
+	if err != nil {
+		return nil, err
+	}
+	it, err := resolve(its, id)
+	if err != nil {
+		return nil, err
+	}
+	b := openBytes(ws)
+	defer b.close()
+	data, _, err := b.get(it)
+	if err != nil {
+		return nil, err
+	}
+	in, err := ingest.New(ingest.Options{Workspace: ws, DryRun: true}, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	pr, err := in.Inspect(it.src, data, ingest.Override{Workspace: true})
+	if err != nil {
+		return nil, err
+	}
+	d := &Detail{Item: it, Data: data, Proposal: pr}
+	d.Why, d.Resolve = explain(it, pr)
+	if pr.Next != nil && pr.Target != "" {
+		d.Diff = UnifiedDiff(pr.Target+" (as it is now)", pr.Target+" (as the handoff leaves it)", pr.Current, pr.Next)
+		if pr.Kind == "card" {
+			d.Lost = lostLines(pr.Current, pr.Next)
+		}
+	}
+	ds, err := v.DecisionsFor(ctx, []string{it.SHA256})
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range ds {
+		if x.SHA256 == it.SHA256 {
+			d.Decisions = append(d.Decisions, *decisionOf(x))
+		}
+	}
+	return d, nil
+}
+
+// lostLines counts the non-blank lines of a that b does not keep.
+func lostLines(a, b []byte) int {
+	n := 0
+	for _, op := range diffLines(splitLines(string(a)), splitLines(string(b))) {
+		for _, l := range splitLines(string(a))[op.a0:op.a1] {
+			if len(l) > 0 && l != "\n" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// explain says why an item waits, in words, and what would resolve it.
+func explain(it Item, pr *ingest.Proposal) (why, resolve string) {
+	why = ingest.Reasons[it.Reason]
+	if it.Result == receipts.ResultMalformed {
+		why = "it is not a handoff (quarantined as malformed): " + it.ParseError
+	}
+	id := it.ID
+	switch {
+	case it.State != "waiting" && it.Decision != nil && it.Decision.State == ledger.DecisionStarted:
+		return why, "a decision was interrupted: the next `handoff review` command or `handoff sync` finishes it"
+	case it.State != "waiting":
+		return why, "decided: nothing left to do"
+	case it.Result == receipts.ResultMalformed:
+		return why, "`handoff review edit " + id + "` to turn it into a handoff, or `handoff review reject " + id + " --note TEXT`"
+	}
+	switch it.Reason {
+	case ingest.ReasonHashConflict:
+		resolve = "`handoff review accept " + id + "` applies it to the card as it is now, replacing the whole card (the diff below shows what that changes, lost lines included); `edit` to merge it first; `reject` to drop it"
+	case ingest.ReasonCardExists:
+		resolve = "`handoff review accept " + id + "` replaces the existing card with the handoff's (the diff below); `edit` to merge the two; `reject` to keep the card as it is"
+	case ingest.ReasonCardMissing:
+		resolve = "`handoff review accept " + id + "` creates the card; `edit` to name another card; `reject` to drop it"
+	case ingest.ReasonSecretLike:
+		resolve = "`handoff review edit " + id + "` to take the value out (and rotate it if it was real); `accept --allow-secret` if it is not a secret"
+	case ingest.ReasonHiddenCharacters:
+		resolve = "`handoff review edit " + id + "` to remove them (they are shown as escapes below); `accept --allow-hidden` if they are meant"
+	case ingest.ReasonInjectionLike:
+		resolve = "the text reads like instructions to the agent that will read this memory: `handoff review edit " + id + "` to rewrite it as a plain note, `reject` it, or `accept --allow-injection` if it is meant"
+	case ingest.ReasonNoTarget:
+		resolve = "it carries nothing to apply: `handoff review reject " + id + " --note TEXT` once read, or `edit` it to name a document"
+	case ingest.ReasonSymlink, ingest.ReasonNotRegular:
+		resolve = "the target in the workspace is a symlink or not a regular file: fix the workspace, then `handoff review accept " + id + "`; or `edit` / `reject` it"
+	default:
+		resolve = "it cannot be accepted as it is: `handoff review edit " + id + "` to fix it, or `handoff review reject " + id + " --note TEXT`"
+	}
+	if pr != nil && pr.OK() && !ingest.IsWorkspaceReason(it.Reason) && ingest.ScreenFlag(it.Reason) == "" {
+		// What stopped it is gone (the workspace was fixed): accept
+		// applies it as it is.
+		resolve = "what stopped it is gone now: `handoff review accept " + id + "` applies it; " + resolve
+	}
+	return why, resolve
+}
