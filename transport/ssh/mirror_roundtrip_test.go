@@ -42,6 +42,9 @@ func TestMirrorIdleRoundTrips(t *testing.T) {
 	}
 	r.snapshot(t)
 	r.reset()
+	r.mu.Lock()
+	r.byHandle = true
+	r.mu.Unlock()
 	res, _ := publish(st)
 	if len(res.Sent)+len(res.Removed) != 0 {
 		t.Fatalf("idle publish sent %q, removed %q", res.Sent, res.Removed)

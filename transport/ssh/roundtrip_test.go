@@ -63,7 +63,16 @@ type relay struct {
 	gens     map[uint32]int
 	answered int
 	depth    int
-	released bool // CLOSE replies may go
+	// byHandle: with it, a READDIR's generation is one more than the
+	// latest answered request on its handle (the OPENDIR that returned
+	// it, or an earlier READDIR), and other requests are of generation 1,
+	// however late the goroutines that send them run: the exact critical
+	// path of listings sent at once.
+	byHandle   bool
+	handleGens map[string]int    // a handle's latest answered generation
+	opendirs   map[uint32]bool   // OPENDIR ids not yet answered
+	readdirs   map[uint32]string // READDIR id → its handle, until answered
+	released   bool              // CLOSE replies may go
 
 	wmu      sync.Mutex // the FS side of the stream
 	toClient io.Writer
@@ -162,10 +171,21 @@ func (r *relay) forwardRequests(from io.Reader, to io.Writer) {
 			}
 			if typ != reqClose {
 				if r.gens == nil {
-					r.gens = map[uint32]int{}
+					r.gens, r.handleGens, r.opendirs, r.readdirs = map[uint32]int{}, map[string]int{}, map[uint32]bool{}, map[uint32]string{}
 				}
-				r.gens[id] = r.answered + 1
-				r.depth = max(r.depth, r.answered+1)
+				gen := r.answered + 1
+				if r.byHandle {
+					gen = 1
+					if h, ok := sshString(frame[9:]); ok && typ == 12 {
+						gen = r.handleGens[string(h)] + 1
+						r.readdirs[id] = string(h)
+					}
+					if typ == 11 {
+						r.opendirs[id] = true
+					}
+				}
+				r.gens[id] = gen
+				r.depth = max(r.depth, gen)
 			}
 			r.types = append(r.types, typ)
 			r.pending[id] = typ
@@ -216,6 +236,16 @@ func (r *relay) forwardReplies(from io.Reader) {
 			// since the FS may send its next request at once.
 			r.wmu.Lock()
 			r.answered = max(r.answered, r.gens[id])
+			if r.opendirs[id] && frame[4] == fxpHandle {
+				if h, ok := sshString(frame[9:]); ok {
+					r.handleGens[string(h)] = r.gens[id]
+				}
+			}
+			if h, ok := r.readdirs[id]; ok {
+				r.handleGens[h] = max(r.handleGens[h], r.gens[id])
+			}
+			delete(r.opendirs, id)
+			delete(r.readdirs, id)
 			delete(r.gens, id)
 			delete(r.pending, id)
 			r.changed.Broadcast()
