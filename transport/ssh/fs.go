@@ -646,7 +646,9 @@ func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 		return f.renameFailed(err, newname)
 	})
 	if err != nil {
-		return fmt.Errorf("sftp: rename %q to %q: %w", oldname, newname, err)
+		// A server's status message can be as long as a packet: keep the
+		// error's text short, as opErr does.
+		return &capped{msg: clipText(fmt.Sprintf("sftp: rename %q to %q: %v", oldname, newname, err), maxErrText), err: err}
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (f *FS) Replace(ctx context.Context, oldname, newname string) error {
 	f.readRegular.forget(newname)
 	err := f.call(ctx, func() error { return f.sftp.PosixRename(oldname, newname) })
 	if err != nil {
-		return fmt.Errorf("sftp: rename %q over %q: %w", oldname, newname, err)
+		return &capped{msg: clipText(fmt.Sprintf("sftp: rename %q over %q: %v", oldname, newname, err), maxErrText), err: err}
 	}
 	return nil
 }
