@@ -203,22 +203,11 @@ func Marshal(r *Receipt) ([]byte, error) {
 // Write stores <run-id>.json, then replaces latest.json and latest.log, in
 // dir (created if needed). It returns the per-run file's path.
 func Write(dir string, r *Receipt, log []byte) (string, error) {
-	data, err := Marshal(r)
+	root, data, path, err := writeRun(dir, r)
 	if err != nil {
 		return "", err
 	}
-	if err := durable.MkdirAllPath(dir, 0o700); err != nil {
-		return "", fmt.Errorf("receipts: %w", err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", fmt.Errorf("receipts: %w", err)
-	}
 	defer root.Close()
-	name := r.RunID + ".json"
-	if err := durable.WriteFile(root, name, data, 0o600); err != nil {
-		return "", fmt.Errorf("receipts: %w", err)
-	}
 	failpoint.Inject("receipt.written")
 	if err := durable.WriteFile(root, "latest.log", log, 0o600); err != nil {
 		return "", fmt.Errorf("receipts: %w", err)
@@ -226,7 +215,43 @@ func Write(dir string, r *Receipt, log []byte) (string, error) {
 	if err := durable.WriteFile(root, "latest.json", data, 0o600); err != nil {
 		return "", fmt.Errorf("receipts: %w", err)
 	}
-	return root.Name() + "/" + name, nil
+	return path, nil
+}
+
+// WriteRun stores <run-id>.json in dir (created if needed), durably and
+// atomically, and leaves latest.json and latest.log alone: they describe
+// the newest sync, which doctor and the heartbeat judge the timer by. The
+// receipts of `handoff import processed` and `handoff review` are written
+// so. It returns the file's path.
+func WriteRun(dir string, r *Receipt) (string, error) {
+	root, _, path, err := writeRun(dir, r)
+	if err != nil {
+		return "", err
+	}
+	root.Close()
+	return path, nil
+}
+
+// writeRun stores <run-id>.json in dir and returns dir opened as a root
+// (the caller closes it), the receipt's bytes and the file's path.
+func writeRun(dir string, r *Receipt) (*os.Root, []byte, string, error) {
+	data, err := Marshal(r)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if err := durable.MkdirAllPath(dir, 0o700); err != nil {
+		return nil, nil, "", fmt.Errorf("receipts: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("receipts: %w", err)
+	}
+	name := r.RunID + ".json"
+	if err := durable.WriteFile(root, name, data, 0o600); err != nil {
+		root.Close()
+		return nil, nil, "", fmt.Errorf("receipts: %w", err)
+	}
+	return root, data, root.Name() + "/" + name, nil
 }
 
 // Decode parses a receipt strictly: unknown fields are errors.
