@@ -155,29 +155,18 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // that not even SQLite's side files appear). A workspace without a ledger
 // gets nil: nothing there has an archive time.
 func openLedger(ws string, dryRun bool) (*ledger.Ledger, func(), error) {
-	ledgerPath := filepath.Join(ws, layout.LedgerFile)
-	if _, err := os.Stat(ledgerPath); errors.Is(err, os.ErrNotExist) {
+	p := filepath.Join(ws, layout.LedgerFile)
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 		return nil, func() {}, nil
 	}
-	cleanup := func() {}
 	if dryRun {
-		tmp, err := os.MkdirTemp("", "handoff-prune-dry-run-")
-		if err != nil {
-			return nil, nil, err
-		}
-		cleanup = func() { os.RemoveAll(tmp) }
-		if err := ledger.Copy(ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("dry run: %w", err)
-		}
-		ledgerPath = filepath.Join(tmp, "ledger.db")
+		return ledger.OpenScratch(p, "handoff-prune-dry-run-")
 	}
-	led, err := ledger.Open(ledgerPath)
+	led, err := ledger.Open(p)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	return led, func() { led.Close(); cleanup() }, nil
+	return led, func() { led.Close() }, nil
 }
 
 // pruneHost prunes one host under its deadline.

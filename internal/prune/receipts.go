@@ -2,15 +2,10 @@ package prune
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"time"
 
 	"github.com/handoff-sync/handoff/ingest/ledger"
-	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -72,44 +67,10 @@ func Receipts(ctx context.Context, l *ledger.Ledger, opts ReceiptsOptions) (Rece
 		return res, nil
 	}
 	sort.Strings(names)
-	root, err := os.OpenRoot(opts.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return res, nil
-	}
+	removed, size, err := removeRegular(ctx, opts.Dir, names, opts.DryRun, "receipts")
+	res.Files, res.Bytes, res.Names = len(removed), size, removed
 	if err != nil {
-		return res, fmt.Errorf("receipts: %w", err)
-	}
-	defer root.Close()
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		fi, err := root.Lstat(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // pruned before, or never written (a failed write)
-		}
-		if err != nil {
-			return res, fmt.Errorf("receipts: %w", err)
-		}
-		if !fi.Mode().IsRegular() {
-			continue
-		}
-		if !opts.DryRun {
-			if err := root.Remove(name); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return res, fmt.Errorf("receipts: %w", err)
-			}
-		}
-		res.Files++
-		res.Bytes += fi.Size()
-		res.Names = append(res.Names, name)
-	}
-	if res.Files > 0 && !opts.DryRun {
-		if err := durable.SyncDir(root, "."); err != nil {
-			return res, fmt.Errorf("receipts: %w", err)
-		}
+		return res, err
 	}
 	return res, nil
 }

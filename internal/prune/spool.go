@@ -2,15 +2,10 @@ package prune
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
-	"github.com/handoff-sync/handoff/internal/durable"
 )
 
 // SpoolResult says what PruneSpool removed, or would remove in a dry run.
@@ -51,44 +46,14 @@ func Spool(ctx context.Context, l *ledger.Ledger, opts SpoolOptions) (SpoolResul
 	if err != nil || len(shas) == 0 {
 		return res, err
 	}
-	root, err := os.OpenRoot(opts.Dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return res, nil
+	names := make([]string, len(shas))
+	for i, sha := range shas {
+		names[i] = spool.Name(sha)
 	}
+	removed, size, err := removeRegular(ctx, opts.Dir, names, opts.DryRun, "spool")
+	res.Files, res.Bytes = len(removed), size
 	if err != nil {
-		return res, fmt.Errorf("spool: %w", err)
-	}
-	defer root.Close()
-	for _, sha := range shas {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		name := spool.Name(sha)
-		fi, err := root.Lstat(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // pruned before
-		}
-		if err != nil {
-			return res, fmt.Errorf("spool: %w", err)
-		}
-		if !fi.Mode().IsRegular() {
-			continue
-		}
-		if !opts.DryRun {
-			if err := root.Remove(name); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return res, fmt.Errorf("spool: %w", err)
-			}
-		}
-		res.Files++
-		res.Bytes += fi.Size()
-	}
-	if res.Files > 0 && !opts.DryRun {
-		if err := durable.SyncDir(root, "."); err != nil {
-			return res, fmt.Errorf("spool: %w", err)
-		}
+		return res, err
 	}
 	return res, nil
 }
