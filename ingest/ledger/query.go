@@ -115,6 +115,26 @@ func Copy(src, dst string) error {
 	return nil
 }
 
+// OpenScratch opens a private copy of the ledger at path, made with Copy
+// in a new temporary directory named after prefix, for a dry run: nothing
+// done to it reaches path. done closes it and removes the copy.
+func OpenScratch(path, prefix string) (l *Ledger, done func(), err error) {
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	copyPath := filepath.Join(tmp, "ledger.db")
+	if err := Copy(path, copyPath); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, fmt.Errorf("dry run: %w", err)
+	}
+	if l, err = Open(copyPath); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	return l, func() { l.Close(); os.RemoveAll(tmp) }, nil
+}
+
 func copyPlain(src, dst string) error {
 	in, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) && strings.HasSuffix(src, "-wal") {

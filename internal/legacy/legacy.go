@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -179,25 +178,14 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 // its counts are exact and nothing in the workspace changes.
 func openLedger(ws string, dryRun bool) (*ledger.Ledger, func(), error) {
 	p := filepath.Join(ws, layout.LedgerFile)
-	cleanup := func() {}
 	if dryRun {
-		tmp, err := os.MkdirTemp("", "handoff-import-dry-run-")
-		if err != nil {
-			return nil, nil, err
-		}
-		cleanup = func() { os.RemoveAll(tmp) }
-		if err := ledger.Copy(p, filepath.Join(tmp, "ledger.db")); err != nil {
-			cleanup()
-			return nil, nil, fmt.Errorf("dry run: %w", err)
-		}
-		p = filepath.Join(tmp, "ledger.db")
+		return ledger.OpenScratch(p, "handoff-import-dry-run-")
 	}
 	led, err := ledger.Open(p)
 	if err != nil {
-		cleanup()
 		return nil, nil, err
 	}
-	return led, func() { led.Close(); cleanup() }, nil
+	return led, func() { led.Close() }, nil
 }
 
 // importHost reads and records one host under its deadline.
