@@ -240,6 +240,22 @@ func waitingOr(it Item, kind string) (*Outcome, error) {
 	return nil, &DecidedError{Item: it}
 }
 
+// waiting finds item id, which a decision of kind is about, and its
+// bytes. done is set when there is nothing to do (the item was decided so
+// already); an error has ended the session (refuse), as done has.
+func (s *session) waiting(ctx context.Context, id, kind string) (it Item, data []byte, done *Outcome, err error) {
+	if it, err = s.item(ctx, id); err != nil {
+		return it, nil, nil, s.refuse(ctx, err)
+	}
+	if out, err := waitingOr(it, kind); out != nil || err != nil {
+		return it, nil, out, s.refuse(ctx, err)
+	}
+	if data, err = s.bytes(it); err != nil {
+		return it, nil, nil, s.refuse(ctx, err)
+	}
+	return it, data, nil, nil
+}
+
 // AcceptOptions are accept's flags.
 type AcceptOptions struct {
 	Note   string
@@ -261,16 +277,9 @@ func Accept(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcom
 		return nil, err
 	}
 	defer s.close()
-	it, err := s.item(ctx, id)
-	if err != nil {
-		return nil, s.refuse(ctx, err)
-	}
-	if out, err := waitingOr(it, ledger.DecisionAccepted); out != nil || err != nil {
-		return out, s.refuse(ctx, err)
-	}
-	data, err := s.bytes(it)
-	if err != nil {
-		return nil, s.refuse(ctx, err)
+	it, data, done, err := s.waiting(ctx, id, ledger.DecisionAccepted)
+	if done != nil || err != nil {
+		return done, err
 	}
 	d := s.decision(it, ledger.DecisionAccepted, a.Note)
 	e, pr, err := s.in.Decide(ctx, ingest.Decision{Source: it.src, Data: data, Override: a.Allow.override(), Record: d})
@@ -348,16 +357,9 @@ func Reject(ctx context.Context, o Options, id, note string) (*Outcome, error) {
 		return nil, err
 	}
 	defer s.close()
-	it, err := s.item(ctx, id)
-	if err != nil {
-		return nil, s.refuse(ctx, err)
-	}
-	if out, err := waitingOr(it, ledger.DecisionRejected); out != nil || err != nil {
-		return out, s.refuse(ctx, err)
-	}
-	data, err := s.bytes(it)
-	if err != nil {
-		return nil, s.refuse(ctx, err)
+	it, data, done, err := s.waiting(ctx, id, ledger.DecisionRejected)
+	if done != nil || err != nil {
+		return done, err
 	}
 	if err := s.keep(it, data); err != nil {
 		return nil, s.refuse(ctx, err)
@@ -416,16 +418,9 @@ func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, 
 		return nil, err
 	}
 	defer s.close()
-	it, err := s.item(ctx, id)
-	if err != nil {
-		return nil, s.refuse(ctx, err)
-	}
-	if out, err := waitingOr(it, ledger.DecisionEdited); out != nil || err != nil {
-		return out, s.refuse(ctx, err)
-	}
-	data, err := s.bytes(it)
-	if err != nil {
-		return nil, s.refuse(ctx, err)
+	it, data, done, err := s.waiting(ctx, id, ledger.DecisionEdited)
+	if done != nil || err != nil {
+		return done, err
 	}
 	start := data
 	b := openBytes(s.ws)
