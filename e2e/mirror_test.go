@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func (mw *mirrorWorld) sumsOK(t *testing.T) {
 			delete(ws, k)
 		}
 	}
-	if !maps_equal(ws, mirrored) {
+	if !maps.Equal(ws, mirrored) {
 		t.Fatalf("mirror cards %v; workspace %v", mirrored, ws)
 	}
 	var info mirror.Info
@@ -73,18 +74,6 @@ func (mw *mirrorWorld) sumsOK(t *testing.T) {
 	if err := json.Unmarshal(data, &info); err != nil || !info.Complete {
 		t.Fatalf("MIRROR.json %s: %v", data, err)
 	}
-}
-
-func maps_equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 const mirrorCard = "---\ntopic: t\ncategory: c\ntags: []\n---\n"

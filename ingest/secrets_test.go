@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,16 +19,7 @@ func secretProblemAll(s string) *Problem {
 	if at < 0 {
 		return nil
 	}
-	return &Problem{Reason: ReasonSecretLike, Message: what + "@" + itoa(strings.Count(s[:at], "\n")+1)}
-}
-
-func itoa(n int) string {
-	b := []byte{}
-	for n > 0 || len(b) == 0 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-		n /= 10
-	}
-	return string(b)
+	return &Problem{Reason: ReasonSecretLike, Message: what + "@" + strconv.Itoa(strings.Count(s[:at], "\n")+1)}
 }
 
 // fragments build texts near the patterns' edges.

@@ -209,9 +209,13 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 			sends = append(sends, f)
 		}
 	}
+	published := map[string]bool{InfoFile: true}
+	for _, f := range files {
+		published[f.Path] = true
+	}
 	var removes []string
 	for _, rel := range slices.Sorted(maps.Keys(remote)) {
-		if rel != InfoFile && !slices.ContainsFunc(files, func(f File) bool { return f.Path == rel }) {
+		if !published[rel] {
 			removes = append(removes, rel)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 
@@ -652,7 +653,7 @@ func (g *listGuard) takeReady() []byte {
 func (r *guardReader) aheadReply(id uint32, l *listing, name bool) bool {
 	g := r.g
 	g.mu.Lock()
-	l.inflight = slicesDelete(l.inflight, id)
+	l.inflight = slices.DeleteFunc(l.inflight, func(v uint32) bool { return v == id })
 	frame := append([]byte(nil), r.frame...)
 	var more []byte
 	handNow := false
@@ -686,15 +687,6 @@ func (r *guardReader) aheadReply(id uint32, l *listing, name bool) bool {
 		out.inject(more)
 	}
 	return handNow
-}
-
-func slicesDelete(ids []uint32, id uint32) []uint32 {
-	for i, v := range ids {
-		if v == id {
-			return append(ids[:i], ids[i+1:]...)
-		}
-	}
-	return ids
 }
 
 // unsent reports whether the guard's READDIR id, about to be sent, belongs
