@@ -15,7 +15,7 @@ import (
 // it. Invariants: no handoff lost, none applied twice, every source
 // archived, no temporary file left, ledger intact.
 func TestCrashAtEveryFailpoint(t *testing.T) {
-	for _, fp := range pipelineFailpoints() {
+	for _, fp := range failpoint.Names {
 		t.Run(fp, func(t *testing.T) {
 			w := newWorld(t)
 			markers := w.mixed()
@@ -51,8 +51,7 @@ func TestCrashRandomSchedules(t *testing.T) {
 			markers := w.mixed()
 			crashes := 1 + rng.IntN(3)
 			for c := 0; c < crashes; c++ {
-				fps := pipelineFailpoints()
-				fp := fps[rng.IntN(len(fps))]
+				fp := failpoint.Names[rng.IntN(len(failpoint.Names))]
 				spec := fp + "@" + strconv.Itoa(1+rng.IntN(4))
 				code, out := w.sync(failpoint.Env + "=" + spec)
 				switch {
@@ -70,19 +69,6 @@ func TestCrashRandomSchedules(t *testing.T) {
 			w.checkConverged(markers, mixedResults)
 		})
 	}
-}
-
-// pipelineFailpoints are the failpoints of the pull and the ingester,
-// which every run reaches; the mirror's have their own test
-// (TestMirrorCrashAtEveryFailpoint).
-func pipelineFailpoints() []string {
-	var out []string
-	for _, fp := range failpoint.Names {
-		if !strings.HasPrefix(fp, "mirror.") {
-			out = append(out, fp)
-		}
-	}
-	return out
 }
 
 // crashed reports whether a run was killed at its failpoint: either the

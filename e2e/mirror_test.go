@@ -131,10 +131,7 @@ func TestMirrorOverOpenSSH(t *testing.T) {
 // completes the mirror (sha256sum -c passes, no temporary file, the cards
 // are the workspace's).
 func TestMirrorCrashAtEveryFailpoint(t *testing.T) {
-	for _, fp := range failpoint.Names {
-		if !strings.HasPrefix(fp, "mirror.") {
-			continue
-		}
+	for _, fp := range failpoint.MirrorNames {
 		t.Run(fp, func(t *testing.T) {
 			mw := newMirrorWorld(t)
 			for _, n := range []string{"a", "b", "c"} {

@@ -20,7 +20,8 @@ import (
 // Env is the environment variable that arms a failpoint.
 const Env = "HANDOFF_FAILPOINT"
 
-// Names lists every failpoint, in pipeline order.
+// Names lists the failpoints of the pull and the ingester, which every run
+// reaches, in pipeline order.
 var Names = []string{
 	"store.spooled",        // spool file renamed into place, directory not yet synced
 	"store.synced",         // spool directory synced, source not yet in the ledger
@@ -34,11 +35,16 @@ var Names = []string{
 	"batch.targets-synced", // a batch's targets replaced and their directories synced, results not yet recorded
 	"bookkeeping.done",     // results recorded
 	"receipt.written",      // receipt file written, latest.json not yet replaced
-	"mirror.opened",        // MIRROR.json says complete: false, no file of the mirror changed yet
-	"mirror.tmp-written",   // one mirror file written under its temporary name, not renamed
-	"mirror.replaced",      // one mirror file renamed into place
-	"mirror.sums-written",  // SHA256SUMS renamed into place, removals not done
-	"mirror.removed",       // one file gone from canonical memory removed from the mirror
+}
+
+// MirrorNames lists the failpoints of a mirror's publish, in order; only a
+// run with a mirrored host reaches them.
+var MirrorNames = []string{
+	"mirror.opened",       // MIRROR.json says complete: false, no file of the mirror changed yet
+	"mirror.tmp-written",  // one mirror file written under its temporary name, not renamed
+	"mirror.replaced",     // one mirror file renamed into place
+	"mirror.sums-written", // SHA256SUMS renamed into place, removals not done
+	"mirror.removed",      // one file gone from canonical memory removed from the mirror
 }
 
 // ReviewNames lists the failpoints of `handoff review accept`, `edit` and
@@ -66,6 +72,9 @@ func load() {
 		known[n] = true
 	}
 	for _, n := range ReviewNames {
+		known[n] = true
+	}
+	for _, n := range MirrorNames {
 		known[n] = true
 	}
 	v := os.Getenv(Env)

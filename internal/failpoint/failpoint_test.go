@@ -3,6 +3,7 @@ package failpoint
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 )
 
@@ -29,7 +30,7 @@ func TestInjectKills(t *testing.T) {
 }
 
 func TestInertWithoutEnv(t *testing.T) {
-	for _, n := range append(append([]string{}, Names...), ReviewNames...) {
+	for _, n := range slices.Concat(Names, ReviewNames, MirrorNames) {
 		Inject(n) // must return: nothing is armed in this process
 	}
 }
