@@ -666,6 +666,10 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 			continue
 		}
 		late, err := it.swapped.Late()
+		if it.swapped.WriterOpen() {
+			in.log.Warn("another writer kept a replaced file open; what it writes from now on is not kept",
+				"target", it.p.Target, "waited", durable.WritersWait)
+		}
 		in.retire(it.swapped)
 		it.swapped = nil
 		if err != nil {

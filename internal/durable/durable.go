@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -409,14 +410,15 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 			return nil, nil, fmt.Errorf("durable: restore %s after a conflict: %w", name, xerr)
 		}
 		// For a moment name was our new file: whatever another writer
-		// appended to it then is returned as late, with ErrConflict.
-		mine, _ := ReadRegular(root, tmp, 0)
+		// appended to it then is returned as late, with ErrConflict, once
+		// that writer has closed it.
+		mine, _ := readClosed(root, tmp, time.Now().Add(WritersWait))
 		if int64(len(mine)) > t.size && sha256.Sum256(mine[:t.size]) == t.sum {
 			return nil, mine[t.size:], ErrConflict
 		}
 		return nil, nil, ErrConflict
 	}
-	return &Swapped{root: root, name: name, tmp: tmp, old: oldf, size: int64(len(old))}, nil, nil
+	return &Swapped{root: root, name: name, tmp: tmp, old: oldf, size: int64(len(old)), at: time.Now()}, nil, nil
 }
 
 // Swapped is a replacement Swap made. Once the directory has been synced
@@ -428,6 +430,8 @@ type Swapped struct {
 	name, tmp string   // what was replaced, and the name the replaced file has now ("" once removed, or when nothing was replaced)
 	old       *os.File // the replaced file, kept open for Late
 	size      int64    // of the replaced file when it was checked
+	at        time.Time
+	stillOpen bool
 }
 
 // Size is the size of the replaced file when Swap checked it.
@@ -449,18 +453,28 @@ func (s *Swapped) Remove() error {
 }
 
 // Late returns what another writer appended to the replaced file since Swap
-// checked it, and closes it.
+// checked it, and closes it. A writer that opened the file before the swap
+// may not have written yet, so Late first waits for every writer to close
+// it, up to WritersWait after the swap; if one still has it open then,
+// Late reads what there is and WriterOpen reports it.
 func (s *Swapped) Late() ([]byte, error) {
 	if s.old == nil {
 		return nil, nil
 	}
 	defer s.Close()
+	if errors.Is(awaitWriters(s.old, s.at.Add(WritersWait)), errWritersOpen) {
+		s.stillOpen = true
+	}
 	late, err := io.ReadAll(s.old)
 	if err != nil {
 		return nil, fmt.Errorf("durable: read replaced %s: %w", s.name, err)
 	}
 	return late, nil
 }
+
+// WriterOpen reports whether Late gave up waiting for another writer to
+// close the replaced file: what that writer writes from then on is lost.
+func (s *Swapped) WriterOpen() bool { return s.stillOpen }
 
 // Close releases the replaced file without reading it.
 func (s *Swapped) Close() {

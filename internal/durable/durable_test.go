@@ -145,6 +145,7 @@ func TestSwapLate(t *testing.T) {
 		t.Fatalf("after Swap the target holds %q", b)
 	}
 	writer.WriteString("late line\n")
+	writer.Close() // else Late waits WritersWait for it (see writers_test.go)
 	if err := SyncDir(root, "."); err != nil {
 		t.Fatal(err)
 	}
