@@ -486,7 +486,7 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 			in.log.Info("handoff", "name", claim.Quote(it.src.Name), "host", it.src.Host, "result", it.o.Result, "reason", it.o.Reason, "target", it.o.Target)
 		}
 		if it.lateName != "" {
-			in.keepLate(it.p.Target, nil, it.late, it.lateName)
+			in.keepLate(it.p.Target, it.late, it.lateName)
 		}
 	}
 
@@ -649,7 +649,7 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 			if err := in.ws.write(layout.BackupsDir+"/"+name, r.late); err != nil {
 				return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", target, err)
 			}
-			in.keepLate(target, nil, r.late, name)
+			in.keepLate(target, r.late, name)
 		}
 	}
 	if len(dirs) == 0 {

@@ -331,7 +331,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 					if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
 						return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
 					}
-					in.keepLate(p.Target, nil, late, name)
+					in.keepLate(p.Target, late, name)
 				}
 				continue
 			}
@@ -350,7 +350,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 			failpoint.Inject("commit.written")
 			e, err := in.record(ctx, src, p.outcome(), p.ID)
 			if err == nil && saved != "" {
-				in.keepLate(p.Target, next, late, saved)
+				in.keepLate(p.Target, late, saved)
 			}
 			return e, err
 		case superseded(p, later, curHash):
@@ -466,50 +466,17 @@ func (in *Ingester) writtenBeforeEdit(p *plan, earlier, later []*plan, cur []byt
 }
 
 // keepLate puts back bytes another writer appended to the target's old file
-// in the instant it was being replaced: they go after the new content, so
-// no edit is lost. They are already saved under .handoff/backups; should
-// the target have changed yet again, they stay only there, and the log says
-// so.
-func (in *Ingester) keepLate(target string, written, late []byte, saved string) {
+// in the instant it was being replaced. They are already saved under
+// .handoff/backups; here they are appended to the target in place, with
+// O_APPEND like the writer's own appends, so that no other writer's
+// append, then or now, can make them conflict or be lost. Should that
+// fail (the target is gone or unsafe), they stay only in backups, and the
+// log says so.
+func (in *Ingester) keepLate(target string, late []byte, saved string) {
 	in.log.Warn("another writer appended while the target was replaced; keeping its text", "target", target, "bytes", len(late))
-	cur := written
-	var err error
-	if cur == nil {
-		// The caller no longer holds what it wrote: append to what the
-		// target holds now.
-		c, exists, rerr := in.ws.read(target)
-		if rerr != nil || !exists {
-			in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", layout.BackupsDir+"/"+saved, "err", rerr)
-			return
-		}
-		cur = c
+	if err := in.ws.appendTo(target, late); err != nil {
+		in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", layout.BackupsDir+"/"+saved, "err", err)
 	}
-	for attempt := 0; attempt < maxApplyAttempts; attempt++ {
-		var more []byte
-		want := hash(cur)
-		more, err = in.ws.replaceIf(target, append(append([]byte{}, cur...), late...), func(old []byte, existed bool) bool {
-			return existed && hash(old) == want
-		})
-		if err == nil {
-			if len(more) == 0 {
-				return
-			}
-			// Yet another late append: put that one back too.
-			cur, late = append(append([]byte{}, cur...), late...), more
-			continue
-		}
-		if !errors.Is(err, durable.ErrConflict) {
-			break
-		}
-		// The target moved on: append to what it holds now.
-		c, exists, rerr := in.ws.read(target)
-		if rerr != nil || !exists {
-			err = rerr
-			break
-		}
-		cur = c
-	}
-	in.log.Warn("could not put another writer's late edit back; it is kept in backups", "target", target, "backup", layout.BackupsDir+"/"+saved, "err", err)
 }
 
 // BackupName is the file under .handoff/backups that keeps a target's prior

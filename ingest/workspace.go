@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -141,6 +142,31 @@ func (w *workspace) replaceIf(target string, data []byte, ok func(old []byte, ex
 		return nil, err
 	}
 	return durable.ReplaceIf(w.root, target, data, 0o644, ok)
+}
+
+// appendTo appends data to the existing regular file target and fsyncs it.
+// It writes in place, with O_APPEND: for bytes that belong at the end
+// whatever else is appended meanwhile (another writer's late edit).
+func (w *workspace) appendTo(target string, data []byte) error {
+	if w.dryRun {
+		return nil
+	}
+	if _, exists, err := w.read(target); err != nil || !exists {
+		return cmp.Or(err, fmt.Errorf("%s: %w", target, fs.ErrNotExist))
+	}
+	f, err := w.root.OpenFile(target, os.O_WRONLY|os.O_APPEND|nofollowNonblock, 0)
+	if err != nil {
+		return err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
 }
 
 // mkdirs creates dir and its parents, refusing symlinked components.
