@@ -56,7 +56,18 @@ type Inbox struct {
 // listings and git index bytes held at once; the result is in the same
 // order as a breadth-first walk in name order: declared inboxes first, then
 // each root's by depth and path.
-func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, error) {
+func Discover(ctx context.Context, fsys transport.FS, cfg Config) (_ []*Inbox, err error) {
+	gctx, first := withFirstError(ctx)
+	defer first.cancel(nil)
+	// The previous walk's questions, asked at once (speculate.go); the
+	// walk below takes their answers as it gets to them.
+	spec := speculate(gctx, fsys, cfg.Hint, walkParallel)
+	defer func() {
+		if calls := spec.stop(); err == nil && cfg.Walked != nil {
+			cfg.Walked(calls)
+		}
+	}()
+	fsys = spec
 	// The home directory costs a round trip: ask only if a path needs it.
 	var home string
 	needHome := false
@@ -73,8 +84,6 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) ([]*Inbox, err
 		}
 	}
 	d := newDiscovery(fsys)
-	gctx, first := withFirstError(ctx)
-	defer first.cancel(nil)
 	var g errgroup.Group
 	g.SetLimit(walkParallel)
 	d.g, d.ctx, d.first = &g, gctx, first

@@ -67,6 +67,12 @@ type Config struct {
 	DryRun      bool             // archive nothing; the caller passes an overlay spool and a scratch ledger
 	Now         func() time.Time // nil: time.Now
 	Log         *slog.Logger     // nil: discard
+	// Hint is the calls the previous run's discovery of this host made
+	// (ParseHint); they are asked at once as discovery starts.
+	Hint []WalkCall
+	// Walked, when set, is given the calls this discovery made, for the
+	// next run's Hint. It is not called when discovery fails.
+	Walked func([]WalkCall)
 	// Progress, when set, is told how many inboxes have been scanned and
 	// how many handoffs stored so far: after discovery, after each stored
 	// batch and after each inbox. Nil: nothing is reported.

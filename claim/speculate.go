@@ -1,0 +1,255 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// A WalkCall is one question discovery put to a host: an lstat, a listing
+// with its entry budget, or a realpath. Discover records the calls it
+// makes; the next run's Discover, given them as Config.Hint, asks them all
+// at once as it starts, so that a walk of known directories costs one
+// wave of round trips instead of one per level. The walk still asks every
+// question it relies on, in this run, and acts only on this run's answers:
+// a hint decides when a question is asked, never what the answer is
+// (docs/design.md, "The speculative walk").
+type WalkCall struct {
+	Op   string `json:"op"` // WalkLstat, WalkReadDir or WalkRealPath
+	Path string `json:"path"`
+	N    int    `json:"n,omitempty"` // a listing's entry budget
+}
+
+// Walk call operations.
+const (
+	WalkLstat    = "lstat"
+	WalkReadDir  = "readdir"
+	WalkRealPath = "realpath"
+)
+
+const (
+	// MaxHint bounds the calls a walk records and a hint may hold.
+	MaxHint = 4096
+	// MaxHintBytes bounds a hint file.
+	MaxHintBytes = 4 << 20
+)
+
+// maxEarlyEntries bounds the listing entries held by answers that came
+// early and that the walk has not taken yet; past it an early listing is
+// dropped, and asked again when the walk gets to it. (A variable for the
+// tests.)
+var maxEarlyEntries = 64 << 10
+
+// ParseHint reads a hint as MarshalHint wrote it, keeping the calls a walk
+// could have made: a known operation on a clean absolute path, a listing
+// with a positive budget within smallListing, at most MaxHint. A damaged
+// hint is an error; the caller walks without one.
+func ParseHint(data []byte) ([]WalkCall, error) {
+	var calls []WalkCall
+	if err := json.Unmarshal(data, &calls); err != nil {
+		return nil, fmt.Errorf("walk hint: %w", err)
+	}
+	out := calls[:0]
+	for _, c := range calls {
+		if len(out) == MaxHint {
+			break
+		}
+		if !path.IsAbs(c.Path) || path.Clean(c.Path) != c.Path {
+			continue
+		}
+		switch c.Op {
+		case WalkLstat, WalkRealPath:
+			c.N = 0
+		case WalkReadDir:
+			if c.N <= 0 || c.N > smallListing {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// MarshalHint encodes the calls a walk made for the next run.
+func MarshalHint(calls []WalkCall) ([]byte, error) {
+	if calls == nil {
+		calls = []WalkCall{}
+	}
+	return json.Marshal(calls)
+}
+
+// speculative is the transport discovery walks through: it records each
+// lstat, bounded listing and realpath, and answers one whose answer it
+// asked for early (from the hint) with that answer, once.
+type speculative struct {
+	transport.FS
+	res transport.Resolver // nil: the transport resolves nothing
+
+	mu      sync.Mutex
+	early   map[WalkCall]*earlyAnswer
+	held    int // listing entries held by early answers not taken yet
+	asked   []WalkCall
+	seen    map[WalkCall]bool
+	wg      sync.WaitGroup
+	stopped bool
+}
+
+var errStopped = errors.New("discovery ended before this call was asked")
+
+type earlyAnswer struct {
+	done    chan struct{}
+	fi      transport.FileInfo
+	ents    []transport.FileInfo
+	real    string
+	err     error
+	dropped bool // over maxEarlyEntries: ask again
+	started bool // a goroutine is asking it (s.mu)
+	claimed bool // the walk took it before it started, and asks itself (s.mu)
+}
+
+// speculate wraps fsys for one discovery and asks every call of hint,
+// at most limit at once, with ctx. Call stop when discovery is done.
+func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit int) *speculative {
+	s := &speculative{FS: fsys, early: map[WalkCall]*earlyAnswer{}, seen: map[WalkCall]bool{}}
+	s.res, _ = fsys.(transport.Resolver)
+	type early struct {
+		c WalkCall
+		a *earlyAnswer
+	}
+	var wave []early
+	for _, c := range hint {
+		if s.early[c] != nil || c.Op == WalkRealPath && s.res == nil {
+			continue
+		}
+		a := &earlyAnswer{done: make(chan struct{})}
+		s.early[c] = a
+		wave = append(wave, early{c, a})
+	}
+	// limit goroutines take the calls in the hint's order (the previous
+	// walk's, shallow before deep). A call is answered once: stopped
+	// or its context done, with an error.
+	var next atomic.Int64
+	for range min(limit, len(wave)) {
+		s.wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(wave) {
+					return
+				}
+				c, a := wave[i].c, wave[i].a
+				s.mu.Lock()
+				stopped, skip := s.stopped, a.claimed
+				a.started = true
+				s.mu.Unlock()
+				switch {
+				case stopped || skip:
+					a.err = errStopped
+				case ctx.Err() != nil:
+					a.err = ctx.Err()
+				default:
+					s.ask(ctx, c, a)
+				}
+				close(a.done)
+			}
+		})
+	}
+	return s
+}
+
+func (s *speculative) ask(ctx context.Context, c WalkCall, a *earlyAnswer) {
+	switch c.Op {
+	case WalkLstat:
+		a.fi, a.err = s.FS.Lstat(ctx, c.Path)
+	case WalkReadDir:
+		a.ents, a.err = s.FS.ReadDir(ctx, c.Path, c.N)
+		// Counted until taken; dropped if nobody waits for it yet and it
+		// would hold too many.
+		s.mu.Lock()
+		if s.early[c] == a && s.held+len(a.ents) > maxEarlyEntries {
+			delete(s.early, c)
+			a.ents, a.dropped = nil, true
+		}
+		s.held += len(a.ents)
+		s.mu.Unlock()
+	case WalkRealPath:
+		a.real, a.err = s.res.RealPath(ctx, c.Path)
+	}
+}
+
+// take records c and returns its early answer, if there is one not taken
+// yet, waiting for it; nil means the caller asks itself.
+func (s *speculative) take(ctx context.Context, c WalkCall) *earlyAnswer {
+	s.mu.Lock()
+	if !s.seen[c] && len(s.asked) < MaxHint && (c.Op != WalkReadDir || c.N > 0 && c.N <= smallListing) {
+		s.seen[c] = true
+		s.asked = append(s.asked, c)
+	}
+	a := s.early[c]
+	delete(s.early, c)
+	if a != nil && !a.started {
+		// Still queued behind other early calls: quicker to ask now.
+		a.claimed, a = true, nil
+	}
+	s.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	select {
+	case <-a.done:
+	case <-ctx.Done():
+		return nil // the caller's own call fails with ctx
+	}
+	if c.Op == WalkReadDir {
+		s.mu.Lock()
+		s.held -= len(a.ents)
+		s.mu.Unlock()
+	}
+	if a.dropped || errors.Is(a.err, context.Canceled) && ctx.Err() == nil {
+		return nil
+	}
+	return a
+}
+
+func (s *speculative) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	if a := s.take(ctx, WalkCall{Op: WalkLstat, Path: name}); a != nil {
+		return a.fi, a.err
+	}
+	return s.FS.Lstat(ctx, name)
+}
+
+func (s *speculative) ReadDir(ctx context.Context, name string, maxEntries int) ([]transport.FileInfo, error) {
+	if a := s.take(ctx, WalkCall{Op: WalkReadDir, Path: name, N: maxEntries}); a != nil {
+		return a.ents, a.err
+	}
+	return s.FS.ReadDir(ctx, name, maxEntries)
+}
+
+// RealPath is the transport's; without one it fails, which discovery
+// treats as a transport that resolves nothing.
+func (s *speculative) RealPath(ctx context.Context, name string) (string, error) {
+	if s.res == nil {
+		return "", errors.ErrUnsupported
+	}
+	if a := s.take(ctx, WalkCall{Op: WalkRealPath, Path: name}); a != nil {
+		return a.real, a.err
+	}
+	return s.res.RealPath(ctx, name)
+}
+
+// stop ends speculation: early calls not started yet are not asked, and
+// stop waits for those under way. It returns the calls discovery made.
+func (s *speculative) stop() []WalkCall {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.wg.Wait()
+	return s.asked
+}
