@@ -322,7 +322,8 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 		log.Warn("host failed", "host", h.Name, "err", err)
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}, nil
 	}
-	rep := pullWith(pullCtx, fsys, h, st.spool, st.led, runID, opts.DryRun, opts.Now, log)
+	hint := loadWalkHint(walkHintFile(st.walksDir, h.Name), !opts.DryRun, log)
+	rep := pullWith(pullCtx, fsys, h, st.spool, st.led, runID, opts.DryRun, opts.Now, hint, log)
 	if h.Mirror == nil || rep.Outcome == claim.OutcomeError {
 		fsys.Close()
 		return rep, nil
@@ -383,6 +384,7 @@ type state struct {
 	ledgerPath string
 	spoolDir   string
 	baseSpool  string // dry run: the real spool, read-only
+	walksDir   string // the hosts' walk hints (read-only in a dry run)
 	closers    []func() error
 }
 
@@ -396,7 +398,7 @@ func (s *state) close() {
 // the ledger and a scratch spool layered over the real one, all in a
 // temporary directory, so that nothing under the workspace changes.
 func openState(ws string, dryRun bool) (*state, error) {
-	st := &state{ledgerPath: filepath.Join(ws, layout.LedgerFile), spoolDir: filepath.Join(ws, layout.SpoolDir)}
+	st := &state{ledgerPath: filepath.Join(ws, layout.LedgerFile), spoolDir: filepath.Join(ws, layout.SpoolDir), walksDir: filepath.Join(ws, layout.WalksDir)}
 	if dryRun {
 		tmp, err := os.MkdirTemp("", "handoff-dry-run-")
 		if err != nil {

@@ -39,7 +39,9 @@ type WorkerJob struct {
 	Spool     string              `json:"spool"`
 	BaseSpool string              `json:"base_spool,omitempty"`
 	RunID     string              `json:"run_id"`
-	DryRun    bool                `json:"dry_run"`
+	// WalkHint is the host's walk hint file (walkhint.go); "" for none.
+	WalkHint string `json:"walk_hint,omitempty"`
+	DryRun   bool   `json:"dry_run"`
 	// Mirror: after the report, wait for a PublishJob on stdin and
 	// publish the host's mirror over the same connection.
 	Mirror bool `json:"mirror,omitempty"`
@@ -113,20 +115,27 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 		return fail(err), nil
 	}
 	log.Debug("connected", "host", h.Name, "took", time.Since(began))
-	return pullWith(pullCtx, fsys, h, sp, led, job.RunID, job.DryRun, time.Now, log), fsys
+	hint := loadWalkHint(job.WalkHint, !job.DryRun, log)
+	return pullWith(pullCtx, fsys, h, sp, led, job.RunID, job.DryRun, time.Now, hint, log), fsys
 }
 
 // pullWith runs claim.Pull with a host's settings and turns a blown
 // deadline into a host error.
-func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, log *slog.Logger) claim.HostReport {
+func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, hint *walkHint, log *slog.Logger) claim.HostReport {
 	cfg := setup.ClaimConfig(h, log)
 	cfg.DryRun, cfg.Now = dryRun, now
+	var walked []claim.WalkCall
+	cfg.Hint = hint.calls
+	cfg.Walked = func(calls []claim.WalkCall) { walked = calls }
 	// In a worker this log is stderr as JSON lines: relayLog turns each of
 	// these into a "pulling" update for the parent's Progress.
 	cfg.Progress = func(inboxes, pulled int) {
 		log.Debug(progressMsg, "host", h.Name, "inboxes", inboxes, "pulled", pulled)
 	}
 	rep := claim.Pull(ctx, fsys, cfg, sp, rec, runID, ingest.Parses)
+	if walked != nil {
+		hint.saved(walked, log)
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		rep.Outcome, rep.Error = "error", fmt.Sprintf("deadline of %s exceeded: %s", h.Timeout, rep.Error)
 	}
@@ -146,7 +155,7 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	wantMirror := h.Mirror != nil
-	job, err := json.Marshal(WorkerJob{Host: h, Ledger: st.ledgerPath, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun, Mirror: wantMirror})
+	job, err := json.Marshal(WorkerJob{Host: h, Ledger: st.ledgerPath, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun, Mirror: wantMirror, WalkHint: walkHintFile(st.walksDir, h.Name)})
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}

@@ -578,6 +578,7 @@ func hostileCheckWorkspace(t *testing.T, ws, caseName string, allowed map[string
 	fixed := map[string]bool{
 		".": true, ".handoff": true, ".handoff/spool": true, ".handoff/backups": true, ".handoff/receipts": true,
 		".handoff/lock": true, ".handoff/ledger.db": true, ".handoff/ledger.db-wal": true, ".handoff/ledger.db-shm": true,
+		".handoff/walks": true, ".handoff/walks/hostile.json": true, ".handoff/walks/local.json": true,
 		"memory": true, "memory/cards": true, "memory/handoff-inbox": true, "rules": true, ".learnings": true,
 		"memory/cards/healthy-" + caseName + ".md": true, "rules/hostile.md": true,
 	}
@@ -587,6 +588,16 @@ func hostileCheckWorkspace(t *testing.T, ws, caseName string, allowed map[string
 		}
 		rel, _ := filepath.Rel(ws, p)
 		switch {
+		case strings.HasPrefix(rel, ".handoff/walks/") && fixed[rel]:
+			// What the walk asked, for the next run: it must read back
+			// as a hint, however hostile the names it holds.
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if _, err := claim.ParseHint(b); err != nil {
+				t.Errorf("%s does not read back as a walk hint: %v", rel, err)
+			}
 		case fixed[rel], strings.HasPrefix(rel, ".handoff/receipts/"), strings.HasPrefix(rel, ".handoff/backups/"):
 		case spoolName.MatchString(rel):
 			b, err := os.ReadFile(p)

@@ -1,0 +1,83 @@
+package handoff
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/durable"
+)
+
+// walkHint is one host's record of what its last discovery asked
+// (claim.Config.Hint): loaded before the pull, saved after it when it
+// changed.
+type walkHint struct {
+	file  string // "" for none
+	save  bool   // false in a dry run
+	data  []byte // as loaded
+	calls []claim.WalkCall
+}
+
+func walkHintFile(walksDir, host string) string {
+	if walksDir == "" {
+		return ""
+	}
+	return filepath.Join(walksDir, host+".json")
+}
+
+// loadWalkHint reads a host's hint. A missing, oversized or damaged one is
+// no hint: the walk then goes level by level, as on a first run.
+func loadWalkHint(file string, save bool, log *slog.Logger) *walkHint {
+	h := &walkHint{file: file, save: save}
+	if file == "" {
+		return h
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			log.Warn("cannot read the last walk; walking level by level", "file", file, "err", err)
+		}
+		return h
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, claim.MaxHintBytes+1))
+	if err == nil && len(data) > claim.MaxHintBytes {
+		err = errors.New("larger than the limit")
+	}
+	if err == nil {
+		h.calls, err = claim.ParseHint(data)
+	}
+	if err != nil {
+		log.Warn("the last walk's record is damaged; walking level by level (the next run rewrites it)", "file", file, "err", err)
+		return h
+	}
+	h.data = data
+	return h
+}
+
+// saved keeps calls for the next run, if they differ from what was
+// loaded. The file is not fsynced: after a crash a torn or lost hint
+// costs one walk level by level, nothing else.
+func (h *walkHint) saved(calls []claim.WalkCall, log *slog.Logger) {
+	if h.file == "" || !h.save {
+		return
+	}
+	data, err := claim.MarshalHint(calls)
+	if err != nil || bytes.Equal(data, h.data) {
+		return
+	}
+	if err = durable.MkdirAllPath(filepath.Dir(h.file), 0o700); err == nil {
+		tmp := h.file + ".tmp"
+		if err = os.WriteFile(tmp, data, 0o600); err == nil {
+			err = os.Rename(tmp, h.file)
+		}
+	}
+	if err != nil {
+		log.Warn("cannot keep this walk for the next run", "file", h.file, "err", err)
+	}
+}
