@@ -30,6 +30,10 @@
 # ratios of medians, and handoff's round trips per host (counted at the
 # proxy) beside the floor go to stdout and to bench/results/.
 #
+# Each handoff variant starts from the walk hints its previous run left
+# (an unmeasured warm-up run makes the first), as a sync every 30 minutes
+# does; COLD=1 runs each repetition without them, as a first run.
+#
 # PERF=1 records the whole machine (perf record -a -g) while handoff runs,
 # into perf-N.data (perf report --sort comm,dso -i ... says which
 # processes the CPU went to).
@@ -269,6 +273,33 @@ cpu_of() {
     printf "%.3f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$1"
 }
 
+# A sync on a canonical host starts with what the run before it left:
+# the hosts' walk hints (.handoff/walks, claim/speculate.go). Each handoff
+# variant keeps its own between repetitions, from an unmeasured warm-up
+# run; COLD=1 runs every repetition without one, as a first run.
+keep_walks() { # tool: save the walk hints the run left
+  rm -rf "$W/walks-$1"
+  [ -d "$SCRATCH/ws/.handoff/walks" ] && cp -a "$SCRATCH/ws/.handoff/walks" "$W/walks-$1"
+  return 0
+}
+give_walks() { # tool: put the saved walk hints into the fresh workspace
+  [ "${COLD:-0}" = 1 ] && return 0
+  [ -d "$W/walks-$1" ] || return 0
+  mkdir -p "$SCRATCH/ws/.handoff"
+  cp -a "$W/walks-$1" "$SCRATCH/ws/.handoff/walks"
+}
+for tool in $TOOLS; do
+  case $tool in handoff | handoff-*) ;; *) continue ;; esac
+  rm -rf "$W/walks-$tool"
+  [ "${COLD:-0}" = 1 ] && continue
+  "$HERE/restore.sh" -k "$K"
+  fresh_scratch "$SCRATCH" 8G 600000
+  mkdir -p "$SCRATCH/ws" "$DEST"
+  run_tool "$tool" warmup >/dev/null || { echo "warm-up run of $tool failed" >&2; exit 1; }
+  keep_walks "$tool"
+  echo "warm-up $tool: $(ls "$W/walks-$tool" 2>/dev/null | wc -l) walk hint(s) kept" >&2
+done
+
 CSV=$OUT/runs.csv
 echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s" >"$CSV"
 read -r -a tools <<<"$TOOLS"
@@ -280,6 +311,7 @@ for rep in $(seq 1 "$N"); do
     "$HERE/restore.sh" -k "$K"
     fresh_scratch "$SCRATCH" 8G 600000
     mkdir -p "$SCRATCH/ws" "$DEST"
+    [ "${tool%%-*}" = handoff ] && give_walks "$tool"
     sync
     before=$(wc -l <"$STATS")
     times >"$OUT/times-before"
@@ -288,6 +320,7 @@ for rep in $(seq 1 "$N"); do
     run_tool "$tool" "$rep" || ok=0
     t1=$(date +%s.%N)
     times >"$OUT/times-after"
+    [ "${tool%%-*}" = handoff ] && keep_walks "$tool"
     cpu=$(awk -v a="$(cpu_of "$OUT/times-before")" -v b="$(cpu_of "$OUT/times-after")" 'BEGIN{printf "%.2f", b-a}')
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
     sleep 0.3 # let the proxy log the closed connections
