@@ -61,7 +61,7 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) (_ []*Inbox, e
 	defer first.cancel(nil)
 	// The previous walk's questions, asked at once (speculate.go); the
 	// walk below takes their answers as it gets to them.
-	spec := speculate(gctx, fsys, cfg.Hint, walkParallel)
+	spec := speculate(gctx, fsys, cfg.Hint, earlyParallel)
 	defer func() {
 		if calls := spec.stop(); err == nil && cfg.Walked != nil {
 			cfg.Walked(calls)

@@ -18,6 +18,12 @@ const (
 	// walkParallel bounds the listings, lstats and git index reads
 	// discovery keeps in flight.
 	walkParallel = 256
+	// earlyParallel bounds the calls of a walk hint asked at once
+	// (speculate.go). They are known before the walk starts, so all of a
+	// typical hint go in one wave: 100 repositories made 1,314 calls,
+	// which 256 at a time took 6 round trips. Listings among them are
+	// bounded by the transport's handles as well.
+	earlyParallel = 2048
 	// smallListing is the entry budget of a listing made concurrently with
 	// others. A directory with more entries is listed again alone with the
 	// transport's full budget, so that concurrent listings together hold
