@@ -63,7 +63,11 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) (_ []*Inbox, e
 	// walk below takes their answers as it gets to them.
 	spec := speculate(gctx, fsys, cfg.Hint, earlyParallel)
 	defer func() {
-		if calls := spec.stop(); err == nil && cfg.Walked != nil {
+		calls := spec.stop()
+		if cfg.Log != nil {
+			cfg.Log.Debug("walk", "host", cfg.Host, "hint", len(cfg.Hint), "early", spec.taken, "asked", spec.fresh)
+		}
+		if err == nil && cfg.Walked != nil {
 			cfg.Walked(calls)
 		}
 	}()

@@ -98,6 +98,8 @@ type speculative struct {
 	held    int // listing entries held by early answers not taken yet
 	asked   []WalkCall
 	seen    map[WalkCall]bool
+	taken   int // calls answered early
+	fresh   int // calls asked when the walk got to them
 	wg      sync.WaitGroup
 	stopped bool
 }
@@ -198,6 +200,9 @@ func (s *speculative) take(ctx context.Context, c WalkCall) *earlyAnswer {
 		// Still queued behind other early calls: quicker to ask now.
 		a.claimed, a = true, nil
 	}
+	if a == nil {
+		s.fresh++
+	}
 	s.mu.Unlock()
 	if a == nil {
 		return nil
@@ -207,14 +212,14 @@ func (s *speculative) take(ctx context.Context, c WalkCall) *earlyAnswer {
 	case <-ctx.Done():
 		return nil // the caller's own call fails with ctx
 	}
-	if c.Op == WalkReadDir {
-		s.mu.Lock()
-		s.held -= len(a.ents)
-		s.mu.Unlock()
-	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held -= len(a.ents)
 	if a.dropped || errors.Is(a.err, context.Canceled) && ctx.Err() == nil {
+		s.fresh++
 		return nil
 	}
+	s.taken++
 	return a
 }
 
