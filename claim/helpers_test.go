@@ -199,16 +199,21 @@ func (r *fakeRecorder) MarkArchived(ctx context.Context, srcs []claim.Source) er
 	return nil
 }
 
-func (r *fakeRecorder) Unarchived(ctx context.Context, host, inbox string) ([]claim.Source, error) {
+func (r *fakeRecorder) Unarchived(ctx context.Context, host string) ([]claim.Source, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []claim.Source
 	for k, s := range r.sources {
-		if s.Inbox == inbox && s.Host == host && !r.archived[k] {
+		if s.Host == host && !r.archived[k] {
 			out = append(out, s)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Inbox != out[j].Inbox {
+			return out[i].Inbox < out[j].Inbox
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out, nil
 }
 

@@ -547,11 +547,19 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 // in the inbox is claimed again as usual and acknowledged then. The archives
 // are read back concurrently.
 func (p *puller) confirmArchived(ctx context.Context, inboxes []*Inbox) error {
+	all, err := p.rec.Unarchived(ctx, p.cfg.Host)
+	if err != nil {
+		return err
+	}
+	byInbox := map[string][]Source{}
+	for _, s := range all {
+		byInbox[s.Inbox] = append(byInbox[s.Inbox], s)
+	}
 	var check []Source
 	for _, in := range inboxes {
-		srcs, err := p.rec.Unarchived(ctx, p.cfg.Host, in.Path)
-		if err != nil {
-			return err
+		srcs := byInbox[in.Path]
+		if len(srcs) == 0 {
+			continue
 		}
 		present := map[string]bool{}
 		for _, c := range in.Candidates {
@@ -564,7 +572,7 @@ func (p *puller) confirmArchived(ctx context.Context, inboxes []*Inbox) error {
 		}
 	}
 	same := make([]bool, len(check))
-	err := inParallel(ctx, len(check), walkParallel, func(ctx context.Context, i int) error {
+	err = inParallel(ctx, len(check), walkParallel, func(ctx context.Context, i int) error {
 		s := check[i]
 		ok, err := sameContent(ctx, p.fsys, path.Join(s.Inbox, s.ArchivedAs), s.SHA256, s.Size)
 		if err != nil && !errors.Is(err, transport.ErrNotExist) && (ctx.Err() != nil || errors.Is(err, transport.ErrBroken)) {

@@ -104,10 +104,10 @@ type Recorder interface {
 	RecordSources(ctx context.Context, runID string, srcs []Source) (int, error)
 	// MarkArchived records that these sources were archived on their host.
 	MarkArchived(ctx context.Context, srcs []Source) error
-	// Unarchived returns the sources of an inbox that are stored but whose
+	// Unarchived returns the sources of a host that are stored but whose
 	// archive was never confirmed (a crash, or a rename whose answer was
-	// lost).
-	Unarchived(ctx context.Context, host, inbox string) ([]Source, error)
+	// lost), by inbox and in the order they were stored.
+	Unarchived(ctx context.Context, host string) ([]Source, error)
 }
 
 // HostReport is the outcome of one host's pull. It is JSON so that a worker

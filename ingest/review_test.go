@@ -257,7 +257,7 @@ func TestDecideEdit(t *testing.T) {
 	if acked != 1 || arch != "" {
 		t.Errorf("the edited source: acked %d archived_as %q", acked, arch)
 	}
-	un, _ := r.led.Unarchived(context.Background(), src.Host, src.Inbox)
+	un, _ := r.led.Unarchived(context.Background(), src.Host)
 	for _, u := range un {
 		if u.SHA256 == sum(edited) {
 			t.Errorf("the edited source would be archived on the host: %+v", u)

@@ -99,6 +99,9 @@ var migrations = []string{
 		at          TEXT NOT NULL
 	);`,
 	migrationDecisions,
+	// 3: what confirmArchived asks every run, without visiting every
+	// source an inbox ever held.
+	`CREATE INDEX sources_unacked ON sources (host, inbox, id) WHERE acked = 0;`,
 }
 
 // Plan states.
@@ -228,17 +231,17 @@ func (l *Ledger) MarkArchived(ctx context.Context, srcs []claim.Source) error {
 
 // Unarchived returns an inbox's stored sources whose archive is not
 // confirmed.
-func (l *Ledger) Unarchived(ctx context.Context, host, inbox string) ([]claim.Source, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT sha256, size, name, archived_as FROM sources
-		WHERE host = ? AND inbox = ? AND acked = 0 ORDER BY id`, host, inbox)
+func (l *Ledger) Unarchived(ctx context.Context, host string) ([]claim.Source, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT inbox, sha256, size, name, archived_as FROM sources
+		WHERE host = ? AND acked = 0 ORDER BY inbox, id`, host)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []claim.Source
 	for rows.Next() {
-		s := claim.Source{Host: host, Inbox: inbox}
-		if err := rows.Scan(&s.SHA256, &s.Size, &s.Name, &s.ArchivedAs); err != nil {
+		s := claim.Source{Host: host}
+		if err := rows.Scan(&s.Inbox, &s.SHA256, &s.Size, &s.Name, &s.ArchivedAs); err != nil {
 			return nil, err
 		}
 		out = append(out, s)
