@@ -39,14 +39,15 @@ var reqNames = map[byte]string{3: "OPEN", 4: "CLOSE", 5: "READ", 7: "LSTAT", 8: 
 // relay sits on the SFTP stream between an FS and a server and counts
 // what the FS asks. Every reply is held for rtt (a simulated round trip),
 // so that requests the FS sends without waiting overlap, and:
-//   - a READ reply is also held until two READs are outstanding (at most
-//     readGate): a read that sends its requests together is seen doing so
-//     however the goroutines are scheduled;
+//   - a READ reply is also held until readBurst READs (two when unset)
+//     are outstanding, at most readGate: a read that sends its requests
+//     together is seen doing so however the goroutines are scheduled;
 //   - with holdCloses, CLOSE replies are held until releaseCloses, so that
 //     a test can tell whether the FS waits for them.
 type relay struct {
 	rtt        time.Duration
 	readGate   time.Duration
+	readBurst  int
 	holdCloses bool
 
 	mu       sync.Mutex
@@ -223,7 +224,8 @@ func (r *relay) forwardReplies(from io.Reader) {
 			case reqRead:
 				deadline := time.Now().Add(r.readGate)
 				stop := time.AfterFunc(r.readGate, func() { r.mu.Lock(); r.changed.Broadcast(); r.mu.Unlock() })
-				for r.pendingOf(reqRead) < 2 && r.maxReads < 2 && time.Now().Before(deadline) {
+				burst := max(r.readBurst, 2)
+				for r.pendingOf(reqRead) < burst && r.maxReads < burst && time.Now().Before(deadline) {
 					r.changed.Wait()
 				}
 				stop.Stop()
@@ -377,7 +379,10 @@ func TestReadFileRoundTrips(t *testing.T) {
 				if err := os.WriteFile(name, want, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, holdCloses: true}
+				// Every READ held until all are out: under load the
+				// goroutines that send them may run late, and a reply
+				// must not overtake the last of them.
+				r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, readBurst: tc.reads, holdCloses: true}
 				f := startRelayed(t, r, serve)
 				got, fi, err := f.ReadFile(ctxT(t), name, 1<<20)
 				if err != nil || !bytes.Equal(got, want) || fi.Size != int64(tc.size) {
