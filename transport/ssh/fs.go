@@ -93,7 +93,8 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 	g := newListGuard()
 	g.handles = newHandleLimit(defaultHandles)
 	gr := newGuardReader(rd, g)
-	gw := &guardWriter{w: wr, g: g}
+	bw := newBatchWriter(wr)
+	gw := &guardWriter{w: bw, g: g}
 	c, err := sftp.NewClientPipe(gr, gw,
 		sftp.MaxPacketChecked(readChunk),
 		sftp.UseConcurrentReads(true),
@@ -114,7 +115,7 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 	// Nothing else writes to the stream yet: ask for the server's limits
 	// now, and raise the bound when the answer comes.
 	if _, ok := c.HasExtension("limits@openssh.com"); ok {
-		if err := g.askLimits(wr); err != nil {
+		if err := g.askLimits(bw); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("sftp: ask for limits: %w", err)
 		}
