@@ -25,6 +25,21 @@ func swapFixture(t *testing.T) (*os.Root, string) {
 	return root, p
 }
 
+// swapNew puts "new\n" in place of dir/T.md, which must hold "old\n".
+func swapNew(t *testing.T, root *os.Root) *Swapped {
+	t.Helper()
+	tmp, err := CreateTemp(root, "T.md", []byte("new\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := tmp.Swap(func(old []byte, existed bool) bool { return string(old) == "old\n" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Remove() })
+	return s
+}
+
 func setWritersWait(t *testing.T, d time.Duration) {
 	old := WritersWait
 	WritersWait = d
@@ -42,15 +57,7 @@ func TestLateWaitsForWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp, err := CreateTemp(root, "T.md", []byte("new\n"), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _, err := tmp.Swap(func(old []byte, existed bool) bool { return string(old) == "old\n" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Remove()
+	s := swapNew(t, root)
 	if err := SyncDir(root, "."); err != nil {
 		t.Fatal(err)
 	}
@@ -78,15 +85,7 @@ func TestLateIgnoresReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer reader.Close()
-	tmp, err := CreateTemp(root, "T.md", []byte("new\n"), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _, err := tmp.Swap(func(old []byte, existed bool) bool { return string(old) == "old\n" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Remove()
+	s := swapNew(t, root)
 	done := make(chan []byte)
 	go func() {
 		late, _ := s.Late()
@@ -113,15 +112,7 @@ func TestLateGivesUpOnAStuckWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer writer.Close()
-	tmp, err := CreateTemp(root, "T.md", []byte("new\n"), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, _, err := tmp.Swap(func(old []byte, existed bool) bool { return string(old) == "old\n" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Remove()
+	s := swapNew(t, root)
 	writer.WriteString("early line\n")
 	late, err := s.Late()
 	if err != nil || string(late) != "early line\n" {
