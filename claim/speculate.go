@@ -101,6 +101,7 @@ type speculative struct {
 	taken   int // calls answered early
 	fresh   int // calls asked when the walk got to them
 	wg      sync.WaitGroup
+	cancel  context.CancelFunc // ends the early calls' context
 	stopped bool
 }
 
@@ -122,6 +123,7 @@ type earlyAnswer struct {
 func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit int) *speculative {
 	s := &speculative{FS: fsys, early: map[WalkCall]*earlyAnswer{}, seen: map[WalkCall]bool{}}
 	s.res, _ = fsys.(transport.Resolver)
+	ctx, s.cancel = context.WithCancel(ctx)
 	type early struct {
 		c WalkCall
 		a *earlyAnswer
@@ -250,11 +252,13 @@ func (s *speculative) RealPath(ctx context.Context, name string) (string, error)
 }
 
 // stop ends speculation: early calls not started yet are not asked, and
-// stop waits for those under way. It returns the calls discovery made.
+// those under way are abandoned (their answers would go unused). It
+// returns the calls discovery made.
 func (s *speculative) stop() []WalkCall {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
+	s.cancel()
 	s.wg.Wait()
 	return s.asked
 }

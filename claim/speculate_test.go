@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/transport"
@@ -264,5 +265,45 @@ func rm(t *testing.T, root, rel string) {
 	t.Helper()
 	if err := os.RemoveAll(filepath.Join(root, rel)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// hangingFS never answers an lstat of hang, until its context ends.
+type hangingFS struct {
+	countingFS
+	hang string
+}
+
+func (h *hangingFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	if name == h.hang {
+		<-ctx.Done()
+		return transport.FileInfo{}, ctx.Err()
+	}
+	return h.countingFS.Lstat(ctx, name)
+}
+
+// TestSpeculativeWalkDoesNotWaitForUnusedAnswers: an early call the walk
+// never needs (a path of the last run's tree gone since) on a server that
+// never answers it does not hold discovery up once the walk is done.
+// Invariant: a hint cannot make a run hang.
+func TestSpeculativeWalkDoesNotWaitForUnusedAnswers(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	build(t, root, "w/g1/r1/.claude/memory-handoffs/a.md", "declared/.claude/memory-handoffs/")
+	want, hint := walkWith(t, &countingFS{FS: transport.NewLocal()}, root, nil)
+	stale := path.Join(root, "w/gone")
+	hint = append([]claim.WalkCall{{Op: claim.WalkLstat, Path: stale}}, hint...)
+	done := make(chan []string, 1)
+	go func() {
+		got, _ := walkWith(t, &hangingFS{countingFS: countingFS{FS: transport.NewLocal()}, hang: stale}, root, hint)
+		done <- got
+	}()
+	select {
+	case got := <-done:
+		if !slices.Equal(got, want) {
+			t.Fatalf("found %q, want %q", got, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("discovery waited for an early answer nobody needed")
 	}
 }
