@@ -239,6 +239,18 @@ func (s *speculative) ReadDir(ctx context.Context, name string, maxEntries int) 
 	return s.FS.ReadDir(ctx, name, maxEntries)
 }
 
+// ReadContent is the transport's, if it has one (transport.ReadContent):
+// git index reads go through it, with fewer round trips than ReadFile.
+func (s *speculative) ReadContent(ctx context.Context, name string, limit int64) ([]byte, error) {
+	return transport.ReadContent(ctx, s.FS, name, limit)
+}
+
+// The optional interfaces discovery uses must survive the wrapping.
+var (
+	_ transport.Resolver      = (*speculative)(nil)
+	_ transport.ContentReader = (*speculative)(nil)
+)
+
 // RealPath is the transport's; without one it fails, which discovery
 // treats as a transport that resolves nothing.
 func (s *speculative) RealPath(ctx context.Context, name string) (string, error) {

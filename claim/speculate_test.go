@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,5 +306,42 @@ func TestSpeculativeWalkDoesNotWaitForUnusedAnswers(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("discovery waited for an early answer nobody needed")
+	}
+}
+
+// contentFS counts the reads that went through ReadContent.
+type contentFS struct {
+	countingFS
+	content atomic.Int64
+}
+
+func (c *contentFS) ReadContent(ctx context.Context, name string, limit int64) ([]byte, error) {
+	c.content.Add(1)
+	return transport.ReadContent(ctx, c.countingFS.FS, name, limit)
+}
+
+// TestSpeculativeWalkKeepsContentReader: discovery reads a git index with
+// the transport's ReadContent when it has one (fewer round trips than
+// ReadFile over SFTP); walking through the hint's wrapper must not hide it.
+func TestSpeculativeWalkKeepsContentReader(t *testing.T) {
+	t.Parallel()
+	git := gitCmd(t)
+	root := tempRoot(t)
+	build(t, root, "w/g1/r1/.claude/memory-handoffs/tracked.md", "declared/.claude/memory-handoffs/")
+	repo := filepath.Join(root, "w/g1/r1")
+	git(repo, "init", "-q")
+	git(repo, "add", ".")
+	git(repo, "commit", "-q", "-m", "x")
+	build(t, root, "w/g1/r1/.claude/memory-handoffs/new.md")
+	_, hint := walkWith(t, &countingFS{FS: transport.NewLocal()}, root, nil)
+	for _, h := range [][]claim.WalkCall{nil, hint} {
+		fsys := &contentFS{countingFS: countingFS{FS: transport.NewLocal()}}
+		got, _ := walkWith(t, fsys, root, h)
+		if want := "w/g1/r1/.claude/memory-handoffs ok [\"new.md\"] follows=false"; !slices.Contains(got, want) {
+			t.Errorf("hint of %d calls: found %q, want %q", len(h), got, want)
+		}
+		if fsys.content.Load() == 0 {
+			t.Errorf("hint of %d calls: the git index was not read with ReadContent", len(h))
+		}
 	}
 }
