@@ -128,6 +128,9 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		return nil, err
 	}
 	defer st.close()
+	if !opts.DryRun {
+		forgetWalkHints(st.walksDir, m.Hosts, log)
+	}
 	if err := st.led.StartRun(ctx, r.RunID, r.Mode); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}

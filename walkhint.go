@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/manifest"
 )
 
 // walkHint is one host's record of what its last discovery asked
@@ -79,5 +81,29 @@ func (h *walkHint) saved(calls []claim.WalkCall, log *slog.Logger) {
 	}
 	if err != nil {
 		log.Warn("cannot keep this walk for the next run", "file", h.file, "err", err)
+	}
+}
+
+// forgetWalkHints removes the walk hints of hosts the manifest no longer
+// names, so that .handoff/walks holds one file per host at most. Only
+// files named like a hint are touched; a failure is only logged.
+func forgetWalkHints(walksDir string, hosts []manifest.Host, log *slog.Logger) {
+	ents, err := os.ReadDir(walksDir)
+	if err != nil {
+		return // none yet
+	}
+	known := map[string]bool{}
+	for _, h := range hosts {
+		known[h.Name+".json"] = true
+		known[h.Name+".json.tmp"] = true
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if known[name] || !e.Type().IsRegular() || !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".json.tmp") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(walksDir, name)); err != nil {
+			log.Warn("cannot remove the walk hint of a host the manifest no longer names", "file", name, "err", err)
+		}
 	}
 }

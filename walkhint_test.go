@@ -13,7 +13,8 @@ import (
 // TestWalkHintKeptBetweenRuns: a sync keeps what each host's discovery
 // asked under .handoff/walks; the next run walks with it and finds what a
 // walk without it finds, a handoff new since included. A damaged hint is
-// no hint, and is rewritten; a dry run reads the hint but writes none.
+// no hint, and is rewritten; a dry run reads the hint but writes none; a
+// host the manifest no longer names loses its hint.
 // Invariant: the hint never costs a handoff, and a dry run changes
 // nothing under the workspace.
 func TestWalkHintKeptBetweenRuns(t *testing.T) {
@@ -56,5 +57,24 @@ func TestWalkHintKeptBetweenRuns(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(hintFile); !strings.HasPrefix(string(data), "[") {
 		t.Errorf("the damaged hint was not rewritten: %q", data)
+	}
+
+	// A host gone from the manifest leaves no hint behind; what is not a
+	// hint stays.
+	walks := filepath.Dir(hintFile)
+	for _, name := range []string{"gone.json", "gone.json.tmp", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(walks, name), []byte("[]"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.sync(true)
+	if _, err := os.Stat(filepath.Join(walks, "gone.json")); err != nil {
+		t.Errorf("a dry run removed a walk hint: %v", err)
+	}
+	e.sync(false)
+	for name, want := range map[string]bool{"gone.json": false, "gone.json.tmp": false, "notes.txt": true, "canonical.json": true} {
+		if _, err := os.Stat(filepath.Join(walks, name)); (err == nil) != want {
+			t.Errorf("after a run, %s exists: %v, want %v", name, err == nil, want)
+		}
 	}
 }
