@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -275,4 +277,43 @@ func TestHandlesOneFailureIsNotExhaustion(t *testing.T) {
 	if limit, _ := f.handles.stats(); limit != defaultHandles {
 		t.Errorf("bound %d after one failed OPEN; want %d", limit, defaultHandles)
 	}
+}
+
+// OpenSSH's sftp-server run with few descriptors (prlimit --nofile=48:
+// it allows about 40 handles, below the default bound) serves 300 reads
+// and 200 listings called the moment the session starts, before its
+// limits@openssh.com answer can have come: the opens past its limit fail,
+// the bound comes down below it and they are tried again. Invariant: a
+// server with few handles loses no read and no listing to the bound the
+// session starts with.
+func TestHandlesFewDescriptorsOpenSSH(t *testing.T) {
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Fatalf("prlimit (util-linux) not found: %v", err)
+	}
+	bin := "/usr/lib/openssh/sftp-server"
+	execServer(t, bin, "openssh-sftp-server") // skips or fails without it
+	serve := func(t *testing.T, in io.Reader, out io.WriteCloser) {
+		cmd := exec.Command(prlimit, "--nofile=48:48", bin)
+		cmd.Stdin, cmd.Stdout = in, out
+		if err := cmd.Start(); err != nil {
+			t.Error(err)
+			return
+		}
+		cmd.Wait()
+		out.Close()
+	}
+	// Every reply 50 ms late: the burst is out long before the limits
+	// answer is in.
+	f := startRelayedAsking(t, &relay{rtt: 50 * time.Millisecond, readGate: time.Millisecond}, serve)
+	if limit, _ := f.handles.stats(); limit != defaultHandles {
+		t.Fatalf("bound %d before the limits answer, want the default %d", limit, defaultHandles)
+	}
+	root := handleTree(t, 300, 200)
+	readAll(t, f, root, 300, 200)
+	limit, _ := f.handles.stats()
+	if limit > 48 {
+		t.Errorf("bound %d after the server ran out, want below its 48 descriptors", limit)
+	}
+	t.Logf("bound %d at the end", limit)
 }

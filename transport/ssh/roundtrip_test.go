@@ -83,6 +83,20 @@ type relay struct {
 // the other.
 func startRelayed(t *testing.T, r *relay, serve func(t *testing.T, in io.Reader, out io.WriteCloser)) *FS {
 	t.Helper()
+	f := startRelayedAsking(t, r, serve)
+	// The limits@openssh.com request newFS sends is answered before the
+	// counting starts.
+	for deadline := time.Now().Add(5 * time.Second); f.guard.asking() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	r.reset()
+	return f
+}
+
+// startRelayedAsking is startRelayed without waiting for the answer to
+// the limits@openssh.com request the session starts with.
+func startRelayedAsking(t *testing.T, r *relay, serve func(t *testing.T, in io.Reader, out io.WriteCloser)) *FS {
+	t.Helper()
 	r.pending = map[uint32]byte{}
 	r.changed = sync.NewCond(&r.mu)
 	fsR, relayW := io.Pipe() // replies to the FS
@@ -104,12 +118,6 @@ func startRelayed(t *testing.T, r *relay, serve func(t *testing.T, in io.Reader,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.releaseCloses(); f.Close() })
-	// The limits@openssh.com request newFS sends is answered before the
-	// counting starts.
-	for deadline := time.Now().Add(5 * time.Second); f.guard.asking() && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	r.reset()
 	return f
 }
 
