@@ -220,9 +220,16 @@ func (l *Ledger) MarkArchived(ctx context.Context, srcs []claim.Source) error {
 		return err
 	}
 	defer tx.Rollback()
+	// Prepared once: a batch is up to 256 sources, and parsing the
+	// statement for each was most of the cost.
+	stmt, err := tx.PrepareContext(ctx, `UPDATE sources SET acked = 1, archived_as = ?
+		WHERE host = ? AND inbox = ? AND name = ? AND sha256 = ?`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
 	for _, s := range srcs {
-		if _, err := tx.ExecContext(ctx, `UPDATE sources SET acked = 1, archived_as = ?
-			WHERE host = ? AND inbox = ? AND name = ? AND sha256 = ?`, s.ArchivedAs, s.Host, s.Inbox, s.Name, s.SHA256); err != nil {
+		if _, err := stmt.ExecContext(ctx, s.ArchivedAs, s.Host, s.Inbox, s.Name, s.SHA256); err != nil {
 			return err
 		}
 	}

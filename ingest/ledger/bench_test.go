@@ -1,0 +1,35 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/handoff-sync/handoff/claim"
+)
+
+// BenchmarkMarkArchived: one archive batch of a pull (256 sources, the
+// usual size at the bulk cell) confirmed in one transaction.
+func BenchmarkMarkArchived(b *testing.B) {
+	ctx := context.Background()
+	l, err := Open(filepath.Join(b.TempDir(), "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := make([]claim.Source, 256)
+	for i := range batch {
+		name := fmt.Sprintf("h%04d.md", i)
+		batch[i] = claim.Source{Host: "laptop", Inbox: "/r/.claude/memory-handoffs", Name: name, SHA256: qSum(name), Size: 1, ArchivedAs: "processed/" + name}
+	}
+	if _, err := l.RecordSources(ctx, "run", batch); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := l.MarkArchived(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
