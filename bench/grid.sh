@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/grid.sh — run bench/run.sh over a grid and print one table.
 #
-#   bench/grid.sh                                   # the full grid of issue 6
+#   bench/grid.sh                                   # the full grid of issue 6, with the idle tick (F=0) of issue 18
 #   KS="1 32" RS=10 FS=1 RTTS=20 N=3 bench/grid.sh  # a slice of it
 #
 # KS, RS, FS, RTTS are space-separated lists; N repetitions per cell (N_BIG
@@ -23,7 +23,7 @@
 # runs.csv files merges the runs of a cell.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-KS=${KS:-"1 8 32"} RS=${RS:-"10 100"} FS=${FS:-"1 10"} RTTS=${RTTS:-"0 20 100"} N=${N:-5}
+KS=${KS:-"1 8 32"} RS=${RS:-"10 100"} FS=${FS:-"0 1 10"} RTTS=${RTTS:-"0 20 100"} N=${N:-5}
 N_BIG=${N_BIG:-$N} RCLONE_MAX_S=${RCLONE_MAX_S:-120} RCLONE_N=${RCLONE_N:-1}
 TOOLS=${TOOLS:-"handoff rsync-plain rsync-pruned rsync-fsync rclone"}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
