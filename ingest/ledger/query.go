@@ -115,10 +115,18 @@ func Copy(src, dst string) error {
 	return nil
 }
 
-// OpenScratch opens a private copy of the ledger at path, made with Copy
-// in a new temporary directory named after prefix, for a dry run: nothing
-// done to it reaches path. done closes it and removes the copy.
-func OpenScratch(path, prefix string) (l *Ledger, done func(), err error) {
+// OpenFor opens the ledger at path for a command that has a dry run: the
+// ledger itself, or, in a dry run, a private copy made with Copy in a new
+// temporary directory named after prefix, so that nothing done to it
+// reaches path (a missing ledger gives an empty copy). done closes it
+// (and removes the copy).
+func OpenFor(path string, dryRun bool, prefix string) (l *Ledger, done func(), err error) {
+	if !dryRun {
+		if l, err = Open(path); err != nil {
+			return nil, nil, err
+		}
+		return l, func() { l.Close() }, nil
+	}
 	tmp, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		return nil, nil, err

@@ -128,7 +128,7 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer unlock()
-	led, closeLedger, err := openLedger(ws, opts.DryRun)
+	led, closeLedger, err := ledger.OpenFor(filepath.Join(ws, layout.LedgerFile), opts.DryRun, "handoff-import-dry-run-")
 	if err != nil {
 		return nil, err
 	}
@@ -171,21 +171,6 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 		return r, fmt.Errorf("ledger: %w", err)
 	}
 	return r, nil
-}
-
-// openLedger opens the workspace's ledger, creating it if needed. A dry run
-// works on a scratch copy (an empty one when there is no ledger), so that
-// its counts are exact and nothing in the workspace changes.
-func openLedger(ws string, dryRun bool) (*ledger.Ledger, func(), error) {
-	p := filepath.Join(ws, layout.LedgerFile)
-	if dryRun {
-		return ledger.OpenScratch(p, "handoff-import-dry-run-")
-	}
-	led, err := ledger.Open(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	return led, func() { led.Close() }, nil
 }
 
 // importHost reads and records one host under its deadline.

@@ -159,14 +159,7 @@ func openLedger(ws string, dryRun bool) (*ledger.Ledger, func(), error) {
 	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
 		return nil, func() {}, nil
 	}
-	if dryRun {
-		return ledger.OpenScratch(p, "handoff-prune-dry-run-")
-	}
-	led, err := ledger.Open(p)
-	if err != nil {
-		return nil, nil, err
-	}
-	return led, func() { led.Close() }, nil
+	return ledger.OpenFor(p, dryRun, "handoff-prune-dry-run-")
 }
 
 // pruneHost prunes one host under its deadline.
