@@ -393,14 +393,10 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 		return nil, nil, fmt.Errorf("durable: exchange %s: %w", name, err)
 	}
 	// tmp now names what name held a moment ago.
-	oldf, rerr := root.OpenFile(tmp, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	oldf, rerr := openRegular(root, tmp)
 	var old []byte
 	if rerr == nil {
-		if st, serr := oldf.Stat(); serr != nil || !st.Mode().IsRegular() {
-			rerr = fmt.Errorf("%s is not a regular file", name)
-		} else {
-			old, rerr = io.ReadAll(oldf)
-		}
+		old, rerr = io.ReadAll(oldf)
 	}
 	if rerr != nil || !ok(old, true) {
 		if oldf != nil {
@@ -491,18 +487,11 @@ var ErrTooLarge = errors.New("file larger than the limit")
 // without blocking on a FIFO. With limit > 0, a file holding more than
 // limit bytes is ErrTooLarge, and no more than limit+1 bytes are read.
 func ReadRegular(root *os.Root, name string, limit int64) ([]byte, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := openRegular(root, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
 	if limit <= 0 {
 		return io.ReadAll(f)
 	}
@@ -511,4 +500,22 @@ func ReadRegular(root *os.Root, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w of %d bytes", name, ErrTooLarge, limit)
 	}
 	return data, err
+}
+
+// openRegular opens a regular file for reading without following a
+// symlink and without blocking on a FIFO.
+func openRegular(root *os.Root, name string) (*os.File, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", name)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

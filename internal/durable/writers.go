@@ -2,7 +2,6 @@ package durable
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -59,14 +58,11 @@ func awaitWriters(f *os.File, deadline time.Time) error {
 // readClosed reads the regular file name once no writer has it open, or at
 // deadline, whichever comes first.
 func readClosed(root *os.Root, name string, deadline time.Time) ([]byte, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := openRegular(root, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
 	awaitWriters(f, deadline)
 	return io.ReadAll(f)
 }
