@@ -72,38 +72,8 @@ func (w *workspace) Close() error {
 // fails with *errUnsafe when a component is a symlink or not a directory, or
 // the target is not a regular file.
 func (w *workspace) read(target string) (data []byte, exists bool, err error) {
-	if err := checkRel(target); err != nil {
+	if exists, err := w.check(target); err != nil || !exists {
 		return nil, false, err
-	}
-	parts := strings.Split(target, "/")
-	for i := 1; i < len(parts); i++ {
-		dir := strings.Join(parts[:i], "/")
-		fi, err := w.root.Lstat(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, false, nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return nil, false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", dir)}
-		}
-		if !fi.IsDir() {
-			return nil, false, &errUnsafe{ReasonUnsafeTarget, fmt.Sprintf("%s is not a directory", dir)}
-		}
-	}
-	fi, err := w.root.Lstat(target)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", target)}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, false, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
 	}
 	f, err := w.root.OpenFile(target, os.O_RDONLY|nofollowNonblock, 0)
 	if err != nil {
@@ -118,6 +88,46 @@ func (w *workspace) read(target string) (data []byte, exists bool, err error) {
 		return nil, false, fmt.Errorf("read %s: %w", target, err)
 	}
 	return data, true, nil
+}
+
+// check reports whether target exists, failing with *errUnsafe when a
+// component is a symlink or not a directory, or the target is not a
+// regular file.
+func (w *workspace) check(target string) (exists bool, err error) {
+	if err := checkRel(target); err != nil {
+		return false, err
+	}
+	parts := strings.Split(target, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		fi, err := w.root.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", dir)}
+		}
+		if !fi.IsDir() {
+			return false, &errUnsafe{ReasonUnsafeTarget, fmt.Sprintf("%s is not a directory", dir)}
+		}
+	}
+	fi, err := w.root.Lstat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", target)}
+	}
+	if !fi.Mode().IsRegular() {
+		return false, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
+	}
+	return true, nil
 }
 
 // write replaces target durably, creating missing parent directories. The
@@ -151,7 +161,7 @@ func (w *workspace) appendTo(target string, data []byte) error {
 	if w.dryRun {
 		return nil
 	}
-	if _, exists, err := w.read(target); err != nil || !exists {
+	if exists, err := w.check(target); err != nil || !exists {
 		return cmp.Or(err, fmt.Errorf("%s: %w", target, fs.ErrNotExist))
 	}
 	f, err := w.root.OpenFile(target, os.O_WRONLY|os.O_APPEND|nofollowNonblock, 0)
