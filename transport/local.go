@@ -22,7 +22,10 @@ const DefaultMaxEntries = 100_000
 // goroutines may call it at once.
 type Local struct{}
 
-var _ FS = Local{}
+var (
+	_ FS         = Local{}
+	_ TailReader = Local{}
+)
 
 // NewLocal returns the local transport.
 func NewLocal() Local { return Local{} }
@@ -95,26 +98,11 @@ func (Local) ReadDir(ctx context.Context, name string, maxEntries int) ([]FileIn
 // regular file of at most limit bytes, and reads at most its size plus one
 // byte.
 func (Local) ReadFile(ctx context.Context, name string, limit int64) ([]byte, FileInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, FileInfo{}, err
-	}
-	// O_NONBLOCK: opening a FIFO must not wait for a writer. O_NOFOLLOW: a
-	// symlink swapped in after Lstat fails with ELOOP instead of being read.
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, before, err := openRegular(ctx, name)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, FileInfo{}, fmt.Errorf("read %s: %w", name, ErrNotRegular)
-		}
 		return nil, FileInfo{}, err
 	}
 	defer f.Close()
-	before, err := f.Stat()
-	if err != nil {
-		return nil, FileInfo{}, err
-	}
-	if !before.Mode().IsRegular() {
-		return nil, FileInfo{}, fmt.Errorf("read %s: %w", name, ErrNotRegular)
-	}
 	if before.Size() > limit {
 		return nil, FileInfo{}, fmt.Errorf("read %s: %w (%d bytes, limit %d)", name, ErrTooLarge, before.Size(), limit)
 	}
@@ -132,6 +120,58 @@ func (Local) ReadFile(ctx context.Context, name string, limit int64) ([]byte, Fi
 		return nil, FileInfo{}, err
 	}
 	return data, fromOS(after), nil
+}
+
+// ReadTail reads the n bytes that end at listed.Size, from a handle opened
+// as ReadFile opens one.
+func (Local) ReadTail(ctx context.Context, name string, listed FileInfo, n int64) ([]byte, error) {
+	if !listed.IsRegular() {
+		return nil, fmt.Errorf("read %s: %w", name, ErrNotRegular)
+	}
+	if n < 0 || listed.Size < n {
+		return nil, fmt.Errorf("read %s: %w (%d bytes, fewer than %d)", name, ErrChanged, listed.Size, n)
+	}
+	f, _, err := openRegular(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, listed.Size-n)
+	switch {
+	case int64(got) == n:
+		return buf, nil // io.ReaderAt may say EOF with the last byte
+	case err == nil || errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("read %s: %w (shorter than %d bytes)", name, ErrChanged, listed.Size)
+	}
+	return nil, err
+}
+
+// openRegular opens name for reading without following a symlink or
+// waiting on a FIFO, and checks the handle is a regular file.
+func openRegular(ctx context.Context, name string) (*os.File, fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	// O_NONBLOCK: opening a FIFO must not wait for a writer. O_NOFOLLOW: a
+	// symlink swapped in after Lstat fails with ELOOP instead of being read.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, nil, fmt.Errorf("read %s: %w", name, ErrNotRegular)
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", name, ErrNotRegular)
+	}
+	return f, fi, nil
 }
 
 // Rename is renameat2(2) with RENAME_NOREPLACE, or link(2) and unlink(2)

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"time"
 )
@@ -145,6 +146,19 @@ type ListedReader interface {
 	ReadListed(ctx context.Context, name string, listed FileInfo, limit int64) ([]byte, FileInfo, error)
 }
 
+// TailReader is implemented by transports that can read the last n bytes
+// of a regular file without the rest: a git index ends with a SHA-1 of
+// everything before it, so its last 20 bytes say whether it is the index
+// a previous run read. listed, an lstat of name the caller has just taken,
+// gives the size the tail is read at. ReadTail never opens what listed
+// does not call a regular file (ErrNotRegular), fails with ErrChanged when
+// the file holds fewer than n bytes at that size, and never holds more
+// than n bytes whatever the server sends. A file replaced since listed
+// gives other bytes, which the caller's comparison rejects.
+type TailReader interface {
+	ReadTail(ctx context.Context, name string, listed FileInfo, n int64) ([]byte, error)
+}
+
 // Resolver is implemented by transports whose host can resolve a path
 // (SFTP's REALPATH, realpath(3) on the host): the absolute path with
 // every symlink followed. Discovery uses it to notice a server whose LSTAT
@@ -182,6 +196,29 @@ func ReadContent(ctx context.Context, fsys FS, name string, limit int64) ([]byte
 	}
 	data, _, err := fsys.ReadFile(ctx, name, limit)
 	return data, err
+}
+
+// ReadTail reads the last n bytes of a file listed as a regular file of
+// listed.Size bytes: with fsys's ReadTail when it has one, else by
+// reading the whole file (at most listed.Size bytes) with ReadContent.
+func ReadTail(ctx context.Context, fsys FS, name string, listed FileInfo, n int64) ([]byte, error) {
+	if !listed.IsRegular() {
+		return nil, fmt.Errorf("%w (a %s)", ErrNotRegular, Kind(listed.Mode))
+	}
+	if n < 0 || listed.Size < n {
+		return nil, fmt.Errorf("%w: %d bytes, fewer than the %d asked for at the end", ErrChanged, listed.Size, n)
+	}
+	if tr, ok := fsys.(TailReader); ok {
+		return tr.ReadTail(ctx, name, listed, n)
+	}
+	data, err := ReadContent(ctx, fsys, name, listed.Size)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != listed.Size {
+		return nil, fmt.Errorf("%w: %d bytes read, %d listed", ErrChanged, len(data), listed.Size)
+	}
+	return data[len(data)-int(n):], nil
 }
 
 // ReadListed reads a file the caller has just listed: with fsys's

@@ -37,9 +37,9 @@ func TestDiscoverRoundTripsWithHint(t *testing.T) {
 	walk := func(hint []claim.WalkCall) ([]string, []claim.WalkCall, stats) {
 		r.snapshot(t)
 		r.reset()
-		cfg := claim.Config{Host: "h", Harnesses: []string{".claude", ".codex"}, Roots: []claim.Root{{Path: filepath.Join(root, "code"), MaxDepth: 2}}, Hint: hint}
+		cfg := claim.Config{Host: "h", Harnesses: []string{".claude", ".codex"}, Roots: []claim.Root{{Path: filepath.Join(root, "code"), MaxDepth: 2}}, Hint: claim.Hint{Calls: hint}}
 		var walked []claim.WalkCall
-		cfg.Walked = func(c []claim.WalkCall) { walked = c }
+		cfg.Walked = func(h claim.Hint) { walked = h.Calls }
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		ins, err := claim.Discover(ctx, f, cfg)

@@ -242,7 +242,10 @@ func (f *FS) Home(ctx context.Context) (string, error) {
 	return f.home, nil
 }
 
-var _ transport.Resolver = (*FS)(nil)
+var (
+	_ transport.Resolver   = (*FS)(nil)
+	_ transport.TailReader = (*FS)(nil)
+)
 
 // RealPath asks the server to resolve name (REALPATH): the absolute path
 // with its symlinks followed, as the server sees it.
@@ -480,6 +483,40 @@ func (f *FS) ReadContent(ctx context.Context, name string, limit int64) ([]byte,
 		return nil, opErr("read", name, err)
 	}
 	return data, nil
+}
+
+// ReadTail reads the n bytes that end at listed.Size, for a caller that
+// compares them with bytes it holds (a git index's trailing checksum). It
+// sends OPEN and one READ, and does not wait for the CLOSE: one round trip
+// fewer than ReadContent, and n bytes on the wire whatever the file's
+// size. No more than n bytes are held, whatever the server sends.
+func (f *FS) ReadTail(ctx context.Context, name string, listed transport.FileInfo, n int64) ([]byte, error) {
+	if !listed.IsRegular() {
+		return nil, opErr("read", name, fmt.Errorf("%w (a %s)", transport.ErrNotRegular, transport.Kind(listed.Mode)))
+	}
+	if n < 0 || listed.Size < n {
+		return nil, opErr("read", name, fmt.Errorf("%w: %d bytes, fewer than %d", ErrChanged, listed.Size, n))
+	}
+	buf := make([]byte, n)
+	err := f.call(ctx, func() error {
+		file, err := f.open(name)
+		if err != nil {
+			return err
+		}
+		defer f.closeFile(file)
+		got, err := file.ReadAt(buf, listed.Size-n)
+		switch {
+		case int64(got) == n:
+			return nil // io.ReaderAt may say EOF with the last byte
+		case err == nil || errors.Is(err, io.EOF):
+			return fmt.Errorf("%w: shorter than the %d bytes listed", ErrChanged, listed.Size)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, opErr("read", name, err)
+	}
+	return buf, nil
 }
 
 // readSized reads a file whose stat says it holds size bytes (size already

@@ -513,6 +513,42 @@ func TestReadContentRoundTrips(t *testing.T) {
 	}
 }
 
+// TestReadTailRoundTrips: checking a git index against its memo costs two
+// round trips (OPEN, one READ of the last 20 bytes; CLOSE not waited for)
+// and 20 bytes, whatever the index's size.
+func TestReadTailRoundTrips(t *testing.T) {
+	t.Parallel()
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			t.Parallel()
+			serve := srv.serve(t)
+			name := filepath.Join(t.TempDir(), "index")
+			data := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
+			if err := os.WriteFile(name, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Lstat(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, holdCloses: true}
+			f := startRelayed(t, r, serve)
+			got, err := f.ReadTail(ctxT(t), name, fromOS(fi), 20)
+			if err != nil || !bytes.Equal(got, data[len(data)-20:]) {
+				t.Fatalf("ReadTail: %q, %v", got, err)
+			}
+			if r.sentOf(t, reqClose, 1) != 1 {
+				t.Fatal("the CLOSE was answered before ReadTail returned, though the relay holds CLOSE answers")
+			}
+			r.releaseCloses()
+			s := r.snapshot(t)
+			if s.rounds != 2 || s.byType[reqRead] != 1 || s.requests != 3 {
+				t.Errorf("%d round trips, requests %s; want 2 round trips: OPEN, one READ, CLOSE", s.rounds, s.seq)
+			}
+		})
+	}
+}
+
 // TestReadListedRoundTrips: a file just listed is read in four round trips
 // (OPEN, FSTAT, READs with the probe, FSTAT; CLOSE not waited for), its
 // listing standing in for the LSTAT. The bounds hold against the listing:

@@ -43,6 +43,7 @@ func Run(t *testing.T, newFS Factory) {
 		{"ReadFileFIFONeverBlocks", testReadFileFIFO},
 		{"ReadFileDirectory", testReadFileDir},
 		{"ReadFileMissing", testReadFileMissing},
+		{"ReadTail", testReadTail},
 		{"RenameNeverReplaces", testRenameNoReplace},
 		{"RenameAfterReadNeverReplaces", testRenameAfterRead},
 		{"RenameNeverReplacesDanglingSymlink", testRenameDangling},
@@ -240,6 +241,47 @@ func testReadFileDir(t *testing.T, fsys transport.FS, dir string) {
 	}
 	if _, _, err := fsys.ReadFile(ctxT(t), filepath.Join(dir, "d.md"), 1024); err == nil {
 		t.Fatal("ReadFile of a directory succeeded")
+	}
+}
+
+// testReadTail: the last n bytes at the listed size, and nothing for a
+// file that is not what its listing said (a git index's memo relies on
+// these bytes being the file's own).
+func testReadTail(t *testing.T, fsys transport.FS, dir string) {
+	ctx := ctxT(t)
+	name := filepath.Join(dir, "index")
+	data := make([]byte, 100<<10) // more than one SFTP read
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	write(t, name, data)
+	fi, err := fsys.Lstat(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int64{0, 20, int64(len(data))} {
+		got, err := transport.ReadTail(ctx, fsys, name, fi, n)
+		if err != nil || !bytes.Equal(got, data[int64(len(data))-n:]) {
+			t.Errorf("ReadTail(%d): %d bytes, %v; want the last %d", n, len(got), err, n)
+		}
+	}
+	if got, err := transport.ReadTail(ctx, fsys, name, fi, fi.Size+1); !errors.Is(err, transport.ErrChanged) || got != nil {
+		t.Errorf("ReadTail past the size: %d bytes, %v; want ErrChanged", len(got), err)
+	}
+	write(t, name, data[:50])
+	if got, err := transport.ReadTail(ctx, fsys, name, fi, 20); err == nil {
+		t.Errorf("ReadTail of a file shorter than listed gave %d bytes and no error", len(got))
+	}
+	sub := filepath.Join(dir, "d")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dfi, err := fsys.Lstat(ctx, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := transport.ReadTail(ctx, fsys, sub, dfi, 0); !errors.Is(err, transport.ErrNotRegular) {
+		t.Errorf("ReadTail of a directory: %v, want ErrNotRegular", err)
 	}
 }
 
