@@ -15,14 +15,14 @@ import (
 	"github.com/handoff-sync/handoff/manifest"
 )
 
-// walkHint is one host's record of what its last discovery asked
-// (claim.Config.Hint): loaded before the pull, saved after it when it
-// changed.
+// walkHint is one host's record of what its last discovery asked and
+// which git indexes it read (claim.Config.Hint): loaded before the pull,
+// saved after it when it changed.
 type walkHint struct {
-	file  string // "" for none
-	save  bool   // false in a dry run
-	data  []byte // as loaded
-	calls []claim.WalkCall
+	file string // "" for none
+	save bool   // false in a dry run
+	data []byte // as loaded
+	hint claim.Hint
 }
 
 func walkHintFile(walksDir, host string) string {
@@ -52,7 +52,7 @@ func loadWalkHint(file string, save bool, log *slog.Logger) *walkHint {
 		err = errors.New("larger than the limit")
 	}
 	if err == nil {
-		h.calls, err = claim.ParseHint(data)
+		h.hint, err = claim.ParseHint(data)
 	}
 	if err != nil {
 		log.Warn("the last walk's record is damaged; walking level by level (the next run rewrites it)", "file", file, "err", err)
@@ -62,14 +62,15 @@ func loadWalkHint(file string, save bool, log *slog.Logger) *walkHint {
 	return h
 }
 
-// saved keeps calls for the next run, if they differ from what was
+// saved keeps walked for the next run, if it differs from what was
 // loaded. The file is not fsynced: after a crash a torn or lost hint
-// costs one walk level by level, nothing else.
-func (h *walkHint) saved(calls []claim.WalkCall, log *slog.Logger) {
+// costs one walk level by level and one read of each git index, nothing
+// else.
+func (h *walkHint) saved(walked claim.Hint, log *slog.Logger) {
 	if h.file == "" || !h.save {
 		return
 	}
-	data, err := claim.MarshalHint(calls)
+	data, err := claim.MarshalHint(walked)
 	if err != nil || bytes.Equal(data, h.data) {
 		return
 	}

@@ -28,9 +28,9 @@ func TestWalkHintKeptBetweenRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no walk hint after a run: %v", err)
 	}
-	calls, err := claim.ParseHint(data)
-	if err != nil || len(calls) == 0 {
-		t.Fatalf("the walk hint holds %d calls (%v)", len(calls), err)
+	hint, err := claim.ParseHint(data)
+	if err != nil || len(hint.Calls) == 0 {
+		t.Fatalf("the walk hint holds %d calls (%v)", len(hint.Calls), err)
 	}
 	if !strings.Contains(string(data), e.inbox) {
 		t.Errorf("the walk hint does not list the inbox %s", e.inbox)
@@ -55,7 +55,7 @@ func TestWalkHintKeptBetweenRuns(t *testing.T) {
 	if r := e.sync(false); r.Counts.Promoted != 1 {
 		t.Fatalf("run with a damaged hint: %+v, want the handoff promoted", r.Counts)
 	}
-	if data, _ := os.ReadFile(hintFile); !strings.HasPrefix(string(data), "[") {
+	if data, _ := os.ReadFile(hintFile); !strings.HasPrefix(string(data), `{"calls":[{`) {
 		t.Errorf("the damaged hint was not rewritten: %q", data)
 	}
 

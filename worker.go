@@ -124,9 +124,9 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, hint *walkHint, log *slog.Logger) claim.HostReport {
 	cfg := setup.ClaimConfig(h, log)
 	cfg.DryRun, cfg.Now = dryRun, now
-	var walked []claim.WalkCall
-	cfg.Hint = hint.calls
-	cfg.Walked = func(calls []claim.WalkCall) { walked = calls }
+	var walked *claim.Hint
+	cfg.Hint = hint.hint
+	cfg.Walked = func(h claim.Hint) { walked = &h }
 	// In a worker this log is stderr as JSON lines: relayLog turns each of
 	// these into a "pulling" update for the parent's Progress.
 	cfg.Progress = func(inboxes, pulled int) {
@@ -134,7 +134,7 @@ func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp 
 	}
 	rep := claim.Pull(ctx, fsys, cfg, sp, rec, runID, ingest.Parses)
 	if walked != nil {
-		hint.saved(walked, log)
+		hint.saved(*walked, log)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		rep.Outcome, rep.Error = "error", fmt.Sprintf("deadline of %s exceeded: %s", h.Timeout, rep.Error)

@@ -61,14 +61,15 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) (_ []*Inbox, e
 	defer first.cancel(nil)
 	// The previous walk's questions, asked at once (speculate.go); the
 	// walk below takes their answers as it gets to them.
-	spec := speculate(gctx, fsys, cfg.Hint, earlyParallel)
+	spec := speculate(gctx, fsys, cfg.Hint.Calls, earlyParallel)
+	var d *discovery
 	defer func() {
 		calls := spec.stop()
 		if cfg.Log != nil {
-			cfg.Log.Debug("walk", "host", cfg.Host, "hint", len(cfg.Hint), "early", spec.taken, "asked", spec.fresh)
+			cfg.Log.Debug("walk", "host", cfg.Host, "hint", len(cfg.Hint.Calls), "early", spec.taken, "asked", spec.fresh)
 		}
 		if err == nil && cfg.Walked != nil {
-			cfg.Walked(calls)
+			cfg.Walked(Hint{Calls: calls, Indexes: d.memos()})
 		}
 	}()
 	fsys = spec
@@ -87,7 +88,7 @@ func Discover(ctx context.Context, fsys transport.FS, cfg Config) (_ []*Inbox, e
 			return nil, fmt.Errorf("home directory: %w", err)
 		}
 	}
-	d := newDiscovery(fsys)
+	d = newDiscovery(fsys, cfg.Hint.Indexes)
 	var g errgroup.Group
 	g.SetLimit(walkParallel)
 	d.g, d.ctx, d.first = &g, gctx, first
@@ -158,10 +159,50 @@ type discovery struct {
 	listings map[string]*listing       // inbox path -> its listing (each inbox listed once)
 	indexes  map[string]*trackedResult // repository -> its git index (each read once)
 	gitStats map[string]*gitStat       // repository -> .git and .git/index, asked about with its inbox
+	// lastMemos is the previous run's git index memos by index path
+	// (read only).
+	lastMemos map[string]IndexMemo
 }
 
-func newDiscovery(fsys transport.FS) *discovery {
-	return &discovery{l: newLister(fsys), listings: map[string]*listing{}, indexes: map[string]*trackedResult{}, gitStats: map[string]*gitStat{}}
+func newDiscovery(fsys transport.FS, memos []IndexMemo) *discovery {
+	d := &discovery{l: newLister(fsys), listings: map[string]*listing{}, indexes: map[string]*trackedResult{}, gitStats: map[string]*gitStat{}, lastMemos: map[string]IndexMemo{}}
+	for _, m := range memos {
+		d.lastMemos[m.Path] = m
+	}
+	return d
+}
+
+// memos is the git index memos to keep for the next run, sorted by path:
+// one for each index this discovery read or found unchanged, and the
+// previous run's memo of each index it had no need to read but whose
+// lstat, taken with its inbox, still matches.
+func (d *discovery) memos() []IndexMemo {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	keep := map[string]IndexMemo{}
+	for repo, gs := range d.gitStats {
+		name := path.Join(repo, ".git", "index")
+		if m, ok := d.lastMemos[name]; ok && len(gs.fis) == 2 && gs.errs[1] == nil && m.matches(gs.fis[1]) {
+			keep[name] = m
+		}
+	}
+	for _, tr := range d.indexes {
+		if tr.memo != nil {
+			keep[tr.memo.Path] = *tr.memo
+		}
+	}
+	out := make([]IndexMemo, 0, len(keep))
+	for _, m := range keep {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b IndexMemo) int { return cmp.Compare(a.Path, b.Path) })
+	if len(out) > MaxHint {
+		out = out[:MaxHint]
+	}
+	return out
 }
 
 // spawn runs fn in the group if a slot is free, else right here, so that a
@@ -190,8 +231,9 @@ type listing struct {
 }
 
 type trackedResult struct {
-	set trackedSet
-	err error
+	set  trackedSet
+	memo *IndexMemo // for the next run; nil: none
+	err  error
 }
 
 // list starts listing a usable inbox (once per path) and, when it holds
@@ -228,7 +270,10 @@ func (d *discovery) list(in *Inbox) {
 			d.mu.Lock()
 			pre := d.gitStats[in.Repo]
 			d.mu.Unlock()
-			tr.set, tr.err = readTracked(d.ctx, d.l.fsys, in.Repo, pre, d.l.indexBytes)
+			set, memo, err := readTracked(d.ctx, d.l.fsys, in.Repo, pre, d.l.indexBytes, d.lastMemos)
+			d.mu.Lock()
+			tr.set, tr.memo, tr.err = set, memo, err
+			d.mu.Unlock()
 			if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
 				return tr.err // the transport broke
 			}

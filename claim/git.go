@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -46,23 +47,26 @@ type trackedSet map[string]bool
 // lstat'ed first and read only once its size is granted.
 //
 // pre, when not nil, holds lstats of .git and .git/index already taken
-// (discovery asks for them with the inbox).
-func readTracked(ctx context.Context, fsys transport.FS, repo string, pre *gitStat, budget *semaphore.Weighted) (trackedSet, error) {
+// (discovery asks for them with the inbox). memos holds the previous
+// run's memos by index path: an index that matches its memo is checked by
+// its last 20 bytes instead of being read (gitmemo.go). The memo returned
+// is the one to keep for the next run (nil: none).
+func readTracked(ctx context.Context, fsys transport.FS, repo string, pre *gitStat, budget *semaphore.Weighted, memos map[string]IndexMemo) (trackedSet, *IndexMemo, error) {
 	dotgit := path.Join(repo, ".git")
 	// Most repositories have a .git directory: ask for its index along
 	// with .git itself, in the same round trip.
 	if pre == nil {
 		pre = &gitStat{}
 		if pre.fis, pre.errs, pre.err = lstatAll(ctx, fsys, dotgit, path.Join(dotgit, "index")); pre.err != nil {
-			return nil, pre.err
+			return nil, nil, pre.err
 		}
 	}
 	fi, err, guess, guessErr := pre.fis[0], pre.errs[0], pre.fis[1], pre.errs[1]
 	if errors.Is(err, transport.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var gitdir string
 	switch {
@@ -71,51 +75,56 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string, pre *gitSt
 	case fi.IsRegular():
 		data, _, err := fsys.ReadFile(ctx, dotgit, maxGitFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: read %s: %v", errGitUnreadable, dotgit, err)
+			return nil, nil, fmt.Errorf("%w: read %s: %v", errGitUnreadable, dotgit, err)
 		}
 		line, _, _ := strings.Cut(string(data), "\n")
 		dir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
 		if !ok || strings.TrimSpace(dir) == "" {
-			return nil, fmt.Errorf("%w: %s is not a \"gitdir:\" file", errGitUnreadable, dotgit)
+			return nil, nil, fmt.Errorf("%w: %s is not a \"gitdir:\" file", errGitUnreadable, dotgit)
 		}
 		gitdir = strings.TrimSpace(dir)
 		if !path.IsAbs(gitdir) {
 			gitdir = path.Join(repo, gitdir)
 		}
 	default:
-		return nil, fmt.Errorf("%w: %s is neither a directory nor a gitdir file", errGitUnreadable, dotgit)
+		return nil, nil, fmt.Errorf("%w: %s is neither a directory nor a gitdir file", errGitUnreadable, dotgit)
 	}
 	idxPath := path.Join(gitdir, "index")
 	var known *transport.FileInfo
 	if gitdir == dotgit && guessErr == nil {
 		known = &guess
 	}
-	data, err := readIndex(ctx, fsys, idxPath, known, budget)
+	var memo *IndexMemo
+	if m, ok := memos[idxPath]; ok {
+		memo = &m
+	}
+	data, read, same, err := readIndex(ctx, fsys, idxPath, known, budget, memo)
 	if errors.Is(err, transport.ErrNotExist) {
 		if gitdir != dotgit {
 			// A worktree whose main repository is not there: what it
 			// tracks cannot be known, so nothing may be taken.
 			if _, err := fsys.Lstat(ctx, gitdir); errors.Is(err, transport.ErrNotExist) {
-				return nil, fmt.Errorf("%w: gitdir %s does not exist", errGitUnreadable, gitdir)
+				return nil, nil, fmt.Errorf("%w: gitdir %s does not exist", errGitUnreadable, gitdir)
 			}
 		}
-		return nil, nil // no commit and nothing staged yet
+		return nil, nil, nil // no commit and nothing staged yet
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("%w: read %s: %v", errGitUnreadable, idxPath, err)
+		return nil, nil, fmt.Errorf("%w: read %s: %v", errGitUnreadable, idxPath, err)
 	}
+	if same {
+		return memo.set(), memo, nil // unchanged since the memo
+	}
+	defer budget.Release(int64(len(data)))
 	if indexTracksNoInbox(data) {
-		budget.Release(int64(len(data)))
-		return nil, nil
+		return nil, memoOf(idxPath, read, data, nil), nil
 	}
 	var idx index.Index
-	err = index.NewDecoder(bytes.NewReader(data)).Decode(&idx)
-	budget.Release(int64(len(data)))
-	if err != nil {
-		return nil, fmt.Errorf("%w: decode %s: %v", errGitUnreadable, idxPath, err)
+	if err := index.NewDecoder(bytes.NewReader(data)).Decode(&idx); err != nil {
+		return nil, nil, fmt.Errorf("%w: decode %s: %v", errGitUnreadable, idxPath, err)
 	}
 	set := trackedSet{}
 	for _, e := range idx.Entries {
@@ -123,35 +132,46 @@ func readTracked(ctx context.Context, fsys transport.FS, repo string, pre *gitSt
 			set[e.Name] = true
 		}
 	}
-	return set, nil
+	return set, memoOf(idxPath, read, data, set), nil
 }
 
 // readIndex reads a git index once budget grants its size; on success the
-// caller releases len(data) from budget when done with the data. An index
-// that grows between its lstat and its read (git is writing it) is tried
-// once more.
+// caller releases len(data) from budget when done with the data, and fi
+// is the lstat the read was sized by. An index that grows between its
+// lstat and its read (git is writing it) is tried once more.
 //
-// known, when not nil, is an lstat of name just taken.
-func readIndex(ctx context.Context, fsys transport.FS, name string, known *transport.FileInfo, budget *semaphore.Weighted) ([]byte, error) {
+// known, when not nil, is an lstat of name just taken. memo, when not nil,
+// is the previous run's: if the lstat matches it and the index's last 20
+// bytes are its sum, readIndex returns no data and no error, having read
+// only those 20 bytes, and same.
+func readIndex(ctx context.Context, fsys transport.FS, name string, known *transport.FileInfo, budget *semaphore.Weighted, memo *IndexMemo) (data []byte, fi transport.FileInfo, same bool, err error) {
 	for attempt := 0; ; attempt++ {
-		var fi transport.FileInfo
 		if known != nil && attempt == 0 {
 			fi = *known
 		} else {
-			var err error
 			if fi, err = fsys.Lstat(ctx, name); err != nil {
-				return nil, err
+				return nil, fi, false, err
 			}
 		}
 		if fi.Size > maxGitIndex {
-			return nil, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, fi.Size, maxGitIndex)
+			return nil, fi, false, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, fi.Size, maxGitIndex)
+		}
+		if memo != nil && attempt == 0 && memo.matches(fi) {
+			tail, err := transport.ReadTail(ctx, fsys, name, fi, sha1.Size)
+			if err == nil && hex.EncodeToString(tail) == memo.Sum {
+				return nil, fi, true, nil
+			}
+			if ctx.Err() != nil {
+				return nil, fi, false, ctx.Err()
+			}
+			// Changed, or the tail could not be read: read it whole.
 		}
 		size := fi.Size
 		if !fi.IsRegular() || size < 0 {
 			size = 0 // ReadFile says what is wrong without reading anything
 		}
 		if err := budget.Acquire(ctx, size+1); err != nil {
-			return nil, err
+			return nil, fi, false, err
 		}
 		// The index ends with a SHA-1 of everything before it, which the
 		// decoder checks: an index that changes during the read fails
@@ -159,11 +179,11 @@ func readIndex(ctx context.Context, fsys transport.FS, name string, known *trans
 		data, err := transport.ReadContent(ctx, fsys, name, size)
 		if err == nil {
 			budget.Release(size + 1 - int64(len(data)))
-			return data, nil
+			return data, fi, false, nil
 		}
 		budget.Release(size + 1)
 		if !(errors.Is(err, transport.ErrTooLarge) || errors.Is(err, transport.ErrChanged)) || attempt == 1 || size != fi.Size {
-			return nil, err
+			return nil, fi, false, err
 		}
 	}
 }

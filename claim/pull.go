@@ -128,6 +128,16 @@ func (o *openLimit) ReadContent(ctx context.Context, name string, limit int64) (
 	return transport.ReadContent(ctx, o.FS, name, limit)
 }
 
+// ReadTail is the underlying transport's (transport.ReadTail), counted
+// against the same bound.
+func (o *openLimit) ReadTail(ctx context.Context, name string, listed transport.FileInfo, n int64) ([]byte, error) {
+	if err := o.sem.Acquire(ctx, 1); err != nil {
+		return nil, err
+	}
+	defer o.sem.Release(1)
+	return transport.ReadTail(ctx, o.FS, name, listed, n)
+}
+
 type claimed struct {
 	src    Source
 	data   []byte

@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,17 +47,32 @@ const (
 // tests.)
 var maxEarlyEntries = 64 << 10
 
-// ParseHint reads a hint as MarshalHint wrote it, keeping the calls a walk
-// could have made: a known operation on a clean absolute path, a listing
-// with a positive budget within smallListing, at most MaxHint. A damaged
-// hint is an error; the caller walks without one.
-func ParseHint(data []byte) ([]WalkCall, error) {
-	var calls []WalkCall
-	if err := json.Unmarshal(data, &calls); err != nil {
-		return nil, fmt.Errorf("walk hint: %w", err)
+// A Hint is what one discovery of a host leaves for the next: the
+// questions it asked, and what it learnt from the git indexes it read.
+type Hint struct {
+	Calls   []WalkCall  `json:"calls"`
+	Indexes []IndexMemo `json:"indexes,omitempty"`
+}
+
+// ParseHint reads a hint as MarshalHint wrote it (or, from before git
+// index memos, a bare list of calls), keeping the calls a walk could have
+// made (a known operation on a clean absolute path, a listing with a
+// positive budget within smallListing, at most MaxHint) and the index
+// memos that are well formed (IndexMemo.valid, at most MaxHint). A
+// damaged hint is an error; the caller walks without one.
+func ParseHint(data []byte) (Hint, error) {
+	var h Hint
+	var err error
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
+		err = json.Unmarshal(data, &h.Calls)
+	} else {
+		err = json.Unmarshal(data, &h)
 	}
-	out := calls[:0]
-	for _, c := range calls {
+	if err != nil {
+		return Hint{}, fmt.Errorf("walk hint: %w", err)
+	}
+	out := h.Calls[:0]
+	for _, c := range h.Calls {
 		if len(out) == MaxHint {
 			break
 		}
@@ -75,15 +91,29 @@ func ParseHint(data []byte) ([]WalkCall, error) {
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	h.Calls = out
+	memos := h.Indexes[:0]
+	for _, m := range h.Indexes {
+		if len(memos) < MaxHint && m.valid() {
+			memos = append(memos, m)
+		}
+	}
+	h.Indexes = memos
+	return h, nil
 }
 
-// MarshalHint encodes the calls a walk made for the next run.
-func MarshalHint(calls []WalkCall) ([]byte, error) {
-	if calls == nil {
-		calls = []WalkCall{}
+// MarshalHint encodes a hint for the next run. A hint whose index memos
+// would take it past MaxHintBytes is kept without them.
+func MarshalHint(h Hint) ([]byte, error) {
+	if h.Calls == nil {
+		h.Calls = []WalkCall{}
 	}
-	return json.Marshal(calls)
+	data, err := json.Marshal(h)
+	if err == nil && len(data) > MaxHintBytes && len(h.Indexes) > 0 {
+		h.Indexes = nil
+		data, err = json.Marshal(h)
+	}
+	return data, err
 }
 
 // speculative is the transport discovery walks through: it records each
@@ -245,10 +275,17 @@ func (s *speculative) ReadContent(ctx context.Context, name string, limit int64)
 	return transport.ReadContent(ctx, s.FS, name, limit)
 }
 
+// ReadTail is the transport's, if it has one (transport.ReadTail): a git
+// index whose memo matches is checked by its last 20 bytes.
+func (s *speculative) ReadTail(ctx context.Context, name string, listed transport.FileInfo, n int64) ([]byte, error) {
+	return transport.ReadTail(ctx, s.FS, name, listed, n)
+}
+
 // The optional interfaces discovery uses must survive the wrapping.
 var (
 	_ transport.Resolver      = (*speculative)(nil)
 	_ transport.ContentReader = (*speculative)(nil)
+	_ transport.TailReader    = (*speculative)(nil)
 )
 
 // RealPath is the transport's; without one it fails, which discovery

@@ -76,9 +76,9 @@ func walkWith(t *testing.T, fsys transport.FS, root string, hint []claim.WalkCal
 	cfg := baseConfig()
 	cfg.Roots = []claim.Root{{Path: path.Join(root, "w"), MaxDepth: 2}}
 	cfg.Inboxes = []string{path.Join(root, "declared/.claude/memory-handoffs")}
-	cfg.Hint = hint
+	cfg.Hint = claim.Hint{Calls: hint}
 	var walked []claim.WalkCall
-	cfg.Walked = func(c []claim.WalkCall) { walked = c }
+	cfg.Walked = func(h claim.Hint) { walked = h.Calls }
 	got := discover(t, fsys, cfg)
 	return discovered(root, got), walked
 }
@@ -224,7 +224,7 @@ func TestParseHint(t *testing.T) {
 	if _, err := claim.ParseHint([]byte("{not json")); err == nil {
 		t.Error("damaged JSON parsed")
 	}
-	calls, err := claim.ParseHint([]byte(`[
+	hint, err := claim.ParseHint([]byte(`[
 		{"op":"lstat","path":"/a"},
 		{"op":"lstat","path":"a"},
 		{"op":"lstat","path":"/a/../b"},
@@ -238,8 +238,8 @@ func TestParseHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []claim.WalkCall{{Op: "lstat", Path: "/a"}, {Op: "readdir", Path: "/a", N: 512}, {Op: "realpath", Path: "/a"}}
-	if !slices.Equal(calls, want) {
-		t.Errorf("kept %+v, want %+v", calls, want)
+	if !slices.Equal(hint.Calls, want) {
+		t.Errorf("kept %+v, want %+v", hint.Calls, want)
 	}
 	var b strings.Builder
 	b.WriteString("[")
@@ -250,14 +250,14 @@ func TestParseHint(t *testing.T) {
 		fmt.Fprintf(&b, `{"op":"lstat","path":"/d%d"}`, i)
 	}
 	b.WriteString("]")
-	if calls, err := claim.ParseHint([]byte(b.String())); err != nil || len(calls) != claim.MaxHint {
-		t.Errorf("a hint of %d calls kept %d (%v), want %d", claim.MaxHint+10, len(calls), err, claim.MaxHint)
+	if h, err := claim.ParseHint([]byte(b.String())); err != nil || len(h.Calls) != claim.MaxHint {
+		t.Errorf("a hint of %d calls kept %d (%v), want %d", claim.MaxHint+10, len(h.Calls), err, claim.MaxHint)
 	}
-	data, err := claim.MarshalHint(want)
+	data, err := claim.MarshalHint(claim.Hint{Calls: want})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back, err := claim.ParseHint(data); err != nil || !slices.Equal(back, want) {
+	if back, err := claim.ParseHint(data); err != nil || !slices.Equal(back.Calls, want) {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}
 }

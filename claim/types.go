@@ -67,12 +67,14 @@ type Config struct {
 	DryRun      bool             // archive nothing; the caller passes an overlay spool and a scratch ledger
 	Now         func() time.Time // nil: time.Now
 	Log         *slog.Logger     // nil: discard
-	// Hint is the calls the previous run's discovery of this host made
-	// (ParseHint); they are asked at once as discovery starts.
-	Hint []WalkCall
-	// Walked, when set, is given the calls this discovery made, for the
-	// next run's Hint. It is not called when discovery fails.
-	Walked func([]WalkCall)
+	// Hint is what the previous run's discovery of this host left
+	// (ParseHint): its calls are asked at once as discovery starts, and
+	// its index memos spare reading a git index that has not changed.
+	Hint Hint
+	// Walked, when set, is given the calls this discovery made and the
+	// memos of the git indexes it read or found unchanged, for the next
+	// run's Hint. It is not called when discovery fails.
+	Walked func(Hint)
 	// Progress, when set, is told how many inboxes have been scanned and
 	// how many handoffs stored so far: after discovery, after each stored
 	// batch and after each inbox. Nil: nothing is reported.
