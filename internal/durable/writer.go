@@ -11,9 +11,11 @@ import (
 )
 
 // Writer creates, writes and fsyncs new files under temporary names in the
-// background, up to a bound at once, so that their fsyncs overlap each
-// other (the file system commits concurrent fsyncs together) and the
-// caller's own work. Each Write returns a Pending; its Temp, once ready,
+// background: one goroutine creates and writes them in turn (creating
+// files in one directory takes its lock, and many creators at once spin
+// on it), and up to a bound fsync them at once, so that the fsyncs overlap
+// each other (the file system commits concurrent fsyncs together) and the
+// caller's own work. At most twice the bound, plus one, are open at once. Each Write returns a Pending; its Temp, once ready,
 // is put in place by the caller (Rename or Swap), whose directories are
 // then fsynced once each (SyncDirs). The spool and the ingester write
 // their batches through it.
@@ -33,14 +35,28 @@ type Pending struct {
 	err  error
 }
 
-// NewWriter starts a Writer under root with n workers.
+// NewWriter starts a Writer under root that fsyncs up to n files at once.
 func NewWriter(root *os.Root, n int) *Writer {
 	w := &Writer{root: root, jobs: make(chan *Pending, n)}
+	syncq := make(chan *Pending, n)
+	w.wg.Go(func() {
+		defer close(syncq)
+		for p := range w.jobs {
+			p.tmp, p.err = OpenTemp(w.root, p.name, p.data, p.perm)
+			p.data = nil
+			if p.err != nil {
+				close(p.done)
+				continue
+			}
+			syncq <- p
+		}
+	})
 	for range max(n, 1) {
 		w.wg.Go(func() {
-			for p := range w.jobs {
-				p.tmp, p.err = CreateTemp(w.root, p.name, p.data, p.perm)
-				p.data = nil
+			for p := range syncq {
+				if p.err = p.tmp.Sync(); p.err != nil {
+					p.tmp = nil
+				}
 				close(p.done)
 			}
 		})

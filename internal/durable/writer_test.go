@@ -57,3 +57,46 @@ func TestWriterBatch(t *testing.T) {
 		t.Error("SyncDirs of a missing directory reported nothing")
 	}
 }
+
+// A file that cannot be created fails on its own: its Pending reports
+// why, the files queued around it are written and fsynced, and nothing of
+// it is left on disk (a crashed or failed batch leaves only temporary
+// files of the others, which the caller removes).
+func TestWriterFailureIsPerFile(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	before := Syncs()
+	w := NewWriter(root, 2)
+	names := []string{"f0", "missing/f1", "f2", "missing/f3", "f4"}
+	var ps []*Pending
+	for _, name := range names {
+		ps = append(ps, w.Write(name, []byte(name), 0o600))
+	}
+	w.Close()
+	for i, p := range ps {
+		tmp, err := p.Wait()
+		if failed := i%2 == 1; failed != (err != nil) || failed != (tmp == nil) {
+			t.Fatalf("%s: temp %v, err %v", names[i], tmp, err)
+		}
+		if tmp != nil {
+			if err := tmp.Rename(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := Syncs() - before; n != 3 {
+		t.Errorf("%d fsyncs, want 3, one per file written", n)
+	}
+	ents, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if fmt.Sprint(got) != "[f0 f2 f4]" {
+		t.Errorf("directory holds %q, want the three files written and nothing else", got)
+	}
+}
