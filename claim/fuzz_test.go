@@ -91,3 +91,60 @@ func checkAcceptedName(t *testing.T, name string) {
 		}
 	}
 }
+
+// FuzzParseHint protects the walk from its own state file: whatever
+// .handoff/walks/<host>.json holds (torn by a crash, edited, or written by
+// another version), ParseHint never panics, keeps only calls a walk could
+// make and memos this code could write (a clean absolute path; tracked
+// paths inside an inbox, never outside the repository), at most MaxHint
+// of each; and what it keeps survives MarshalHint unchanged.
+func FuzzParseHint(f *testing.F) {
+	sum := strings.Repeat("0a", 20)
+	for _, s := range []string{
+		``, `[]`, `{}`, `null`, `[{"op":"lstat","path":"/a"}]`, `{"calls":null,"indexes":null}`,
+		`{"calls":[{"op":"readdir","path":"/a","n":512},{"op":"realpath","path":"/a/../b"}]}`,
+		`{"calls":[],"indexes":[{"path":"/r/.git/index","size":100,"mtime":"2026-01-02T03:04:05Z","sum":"` + sum + `","tracked":[".claude/memory-handoffs/a.md"]}]}`,
+		`{"indexes":[{"path":"/r/.git/index","size":100,"mtime":"bad","sum":"` + sum + `"}]}`,
+		`{"indexes":[{"path":"/r/.git/index","size":100,"sum":"` + sum + `","tracked":["../../etc/memory-handoffs/x"]}]}`,
+		`{"calls":[{"op":"lstat","path":"/a"}],"indexes":[{"path":"/`, `[{"op":"lstat","path":"/a"},`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := claim.ParseHint(data)
+		if err != nil {
+			return
+		}
+		if len(h.Calls) > claim.MaxHint || len(h.Indexes) > claim.MaxHint {
+			t.Fatalf("kept %d calls and %d memos, more than %d", len(h.Calls), len(h.Indexes), claim.MaxHint)
+		}
+		for _, c := range h.Calls {
+			if !filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path {
+				t.Fatalf("kept a call on %q", c.Path)
+			}
+			switch c.Op {
+			case claim.WalkLstat, claim.WalkRealPath, claim.WalkReadDir:
+			default:
+				t.Fatalf("kept an operation %q", c.Op)
+			}
+		}
+		for _, m := range h.Indexes {
+			if !filepath.IsAbs(m.Path) || filepath.Clean(m.Path) != m.Path || len(m.Sum) != 40 {
+				t.Fatalf("kept a memo %+v", m)
+			}
+			for _, p := range m.Tracked {
+				if filepath.IsAbs(p) || filepath.Clean(p) != p || strings.HasPrefix(p, "..") || filepath.Base(filepath.Dir(p)) != claim.InboxDir {
+					t.Fatalf("kept a memo tracking %q", p)
+				}
+			}
+		}
+		again, err := claim.MarshalHint(h)
+		if err != nil {
+			t.Fatalf("MarshalHint of what ParseHint kept: %v", err)
+		}
+		back, err := claim.ParseHint(again)
+		if err != nil || len(back.Calls) != len(h.Calls) || len(back.Indexes) != len(h.Indexes) {
+			t.Fatalf("round trip kept %d calls and %d memos (%v), want %d and %d", len(back.Calls), len(back.Indexes), err, len(h.Calls), len(h.Indexes))
+		}
+	})
+}
