@@ -81,15 +81,22 @@ func TestIndexMemo(t *testing.T) {
 		}
 		return names(ins[0].Candidates), ins[0].Tracked, walked
 	}
+	// check runs discovery with hint and compares what it found, and how
+	// the index was read, with what is wanted.
+	check := func(what string, hint claim.Hint, cands []string, tracked, whole, tail int) claim.Hint {
+		t.Helper()
+		gotCands, gotTracked, walked := run(hint)
+		if !slices.Equal(gotCands, cands) || gotTracked != tracked {
+			t.Errorf("invariant violated (a memo never hides a handoff nor takes a tracked file): %s: candidates %q, %d tracked; want %q and %d", what, gotCands, gotTracked, cands, tracked)
+		}
+		if w, tl := fsys.reads(); w != whole || tl != tail {
+			t.Errorf("%s: the index was read whole %d times and its tail %d; want %d and %d", what, w, tl, whole, tail)
+		}
+		return walked
+	}
 	want := []string{"new.md"}
 
-	cands, tracked, first := run(claim.Hint{})
-	if !slices.Equal(cands, want) || tracked != 1 {
-		t.Fatalf("first run: candidates %q, %d tracked; want %q and 1", cands, tracked, want)
-	}
-	if w, tl := fsys.reads(); w != 1 || tl != 0 {
-		t.Errorf("first run read the index whole %d times and its tail %d; want 1 and 0", w, tl)
-	}
+	first := check("first run", claim.Hint{}, want, 1, 1, 0)
 	if len(first.Indexes) != 1 {
 		t.Fatalf("first run kept %d index memos, want 1: %+v", len(first.Indexes), first.Indexes)
 	}
@@ -103,14 +110,7 @@ func TestIndexMemo(t *testing.T) {
 	}
 
 	// Unchanged: only the tail is read, and the answer is the same.
-	cands, tracked, second := run(first)
-	if !slices.Equal(cands, want) || tracked != 1 {
-		t.Errorf("with the memo: candidates %q, %d tracked; want %q and 1", cands, tracked, want)
-	}
-	if w, tl := fsys.reads(); w != 0 || tl != 1 {
-		t.Errorf("with the memo the index was read whole %d times and its tail %d; want 0 and 1", w, tl)
-	}
-	if !slices.EqualFunc(second.Indexes, first.Indexes, memoEqual) {
+	if second := check("with the memo", first, want, 1, 0, 1); !slices.EqualFunc(second.Indexes, first.Indexes, memoEqual) {
 		t.Errorf("memo not kept as it was: %+v, want %+v", second.Indexes, first.Indexes)
 	}
 
@@ -121,27 +121,13 @@ func TestIndexMemo(t *testing.T) {
 	lie.Indexes = []claim.IndexMemo{m}
 	lie.Indexes[0].Sum = strings.Repeat("0", 40)
 	lie.Indexes[0].Tracked = []string{".claude/memory-handoffs/new.md", ".claude/memory-handoffs/tracked.md"}
-	cands, tracked, third := run(lie)
-	if !slices.Equal(cands, want) || tracked != 1 {
-		t.Errorf("invariant violated (a memo never hides a handoff): with a wrong sum, candidates %q, %d tracked; want %q and 1", cands, tracked, want)
-	}
-	if w, tl := fsys.reads(); w != 1 || tl != 1 {
-		t.Errorf("with a wrong sum the index was read whole %d times and its tail %d; want 1 and 1", w, tl)
-	}
-	if !slices.EqualFunc(third.Indexes, first.Indexes, memoEqual) {
+	if third := check("with a wrong sum", lie, want, 1, 1, 1); !slices.EqualFunc(third.Indexes, first.Indexes, memoEqual) {
 		t.Errorf("after a wrong sum the memo is %+v, want the real one %+v", third.Indexes, first.Indexes)
 	}
 
 	// Changed: git now tracks new.md too.
 	git(repo, "add", ".")
-	cands, tracked, fourth := run(first)
-	if len(cands) != 0 || tracked != 2 {
-		t.Errorf("invariant violated (a tracked file is never taken): after git add, candidates %q, %d tracked; want none and 2", cands, tracked)
-	}
-	if w, _ := fsys.reads(); w != 1 {
-		t.Errorf("a changed index was read whole %d times, want 1", w)
-	}
-	if len(fourth.Indexes) != 1 || len(fourth.Indexes[0].Tracked) != 2 {
+	if fourth := check("after git add", first, nil, 2, 1, 0); len(fourth.Indexes) != 1 || len(fourth.Indexes[0].Tracked) != 2 {
 		t.Errorf("memo after git add: %+v, want one that tracks 2 files", fourth.Indexes)
 	}
 }
