@@ -274,8 +274,8 @@ func (d *discovery) list(in *Inbox) {
 			d.mu.Lock()
 			tr.set, tr.memo, tr.err = set, memo, err
 			d.mu.Unlock()
-			if tr.err != nil && !errors.Is(tr.err, errGitUnreadable) {
-				return tr.err // the transport broke
+			if err != nil && !errors.Is(err, errGitUnreadable) {
+				return err // the transport broke
 			}
 			return nil
 		})
