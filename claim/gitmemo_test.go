@@ -70,12 +70,7 @@ func TestIndexMemo(t *testing.T) {
 	fsys := &indexFS{}
 	run := func(hint claim.Hint) ([]string, int, claim.Hint) {
 		t.Helper()
-		cfg := baseConfig()
-		cfg.Roots = []claim.Root{{Path: filepath.Join(root, "code"), MaxDepth: 1}}
-		cfg.Hint = hint
-		var walked claim.Hint
-		cfg.Walked = func(h claim.Hint) { walked = h }
-		ins := discover(t, fsys, cfg)
+		ins, walked := discoverHinted(t, fsys, filepath.Join(root, "code"), hint)
 		if len(ins) != 1 || ins[0].Path != inbox || ins[0].State != claim.StateOK {
 			t.Fatalf("found %+v, want the inbox %s", ins, inbox)
 		}
@@ -149,12 +144,7 @@ func TestIndexMemoKeptWhileIdle(t *testing.T) {
 	fsys := &indexFS{}
 	run := func(hint claim.Hint) ([]string, claim.Hint) {
 		t.Helper()
-		cfg := baseConfig()
-		cfg.Roots = []claim.Root{{Path: filepath.Join(root, "code"), MaxDepth: 1}}
-		cfg.Hint = hint
-		var walked claim.Hint
-		cfg.Walked = func(h claim.Hint) { walked = h }
-		ins := discover(t, fsys, cfg)
+		ins, walked := discoverHinted(t, fsys, filepath.Join(root, "code"), hint)
 		if len(ins) != 1 {
 			t.Fatalf("found %d inboxes, want 1", len(ins))
 		}
@@ -231,6 +221,18 @@ func TestParseHintIndexes(t *testing.T) {
 	if err != nil || len(old.Calls) != 1 || len(old.Indexes) != 0 {
 		t.Errorf("a hint in the old format: %+v, %v; want its one call", old, err)
 	}
+}
+
+// discoverHinted walks codeRoot one level deep with hint, and returns
+// what it found and the hint it left for the next run.
+func discoverHinted(t *testing.T, fsys transport.FS, codeRoot string, hint claim.Hint) ([]*claim.Inbox, claim.Hint) {
+	t.Helper()
+	cfg := baseConfig()
+	cfg.Roots = []claim.Root{{Path: codeRoot, MaxDepth: 1}}
+	cfg.Hint = hint
+	var walked claim.Hint
+	cfg.Walked = func(h claim.Hint) { walked = h }
+	return discover(t, fsys, cfg), walked
 }
 
 func memoEqual(a, b claim.IndexMemo) bool {
