@@ -236,8 +236,8 @@ func (l *Ledger) MarkArchived(ctx context.Context, srcs []claim.Source) error {
 	return tx.Commit()
 }
 
-// Unarchived returns an inbox's stored sources whose archive is not
-// confirmed.
+// Unarchived returns a host's stored sources whose archive is not
+// confirmed, by inbox and in the order they were stored.
 func (l *Ledger) Unarchived(ctx context.Context, host string) ([]claim.Source, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT inbox, sha256, size, name, archived_as FROM sources
 		WHERE host = ? AND acked = 0 ORDER BY inbox, id`, host)

@@ -15,10 +15,11 @@ import (
 // files in one directory takes its lock, and many creators at once spin
 // on it), and up to a bound fsync them at once, so that the fsyncs overlap
 // each other (the file system commits concurrent fsyncs together) and the
-// caller's own work. At most twice the bound, plus one, are open at once. Each Write returns a Pending; its Temp, once ready,
-// is put in place by the caller (Rename or Swap), whose directories are
-// then fsynced once each (SyncDirs). The spool and the ingester write
-// their batches through it.
+// caller's own work. At most twice the bound, plus one, are open at once.
+// Each Write returns a Pending; its Temp, once ready, is put in place by
+// the caller (Rename or Swap), whose directories are then fsynced once
+// each (SyncDirs). The spool and the ingester write their batches through
+// it.
 type Writer struct {
 	root *os.Root
 	jobs chan *Pending

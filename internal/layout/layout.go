@@ -28,8 +28,9 @@ const (
 	// MirrorsDir holds, per mirrored host, what its last publish left on
 	// the host (<host>.json).
 	MirrorsDir = StateDir + "/mirrors"
-	// WalksDir holds, per host, the questions its last discovery asked
-	// (<host>.json), which the next run asks at once as it starts.
+	// WalksDir holds, per host, the questions its last discovery asked,
+	// which the next run asks at once as it starts, and memos of the git
+	// indexes it read (<host>.json).
 	WalksDir = StateDir + "/walks"
 	// LockFile is the single-ingester lock.
 	LockFile = StateDir + "/lock"
