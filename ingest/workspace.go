@@ -72,22 +72,35 @@ func (w *workspace) Close() error {
 // fails with *errUnsafe when a component is a symlink or not a directory, or
 // the target is not a regular file.
 func (w *workspace) read(target string) (data []byte, exists bool, err error) {
-	if exists, err := w.check(target); err != nil || !exists {
-		return nil, false, err
-	}
-	f, err := w.root.OpenFile(target, os.O_RDONLY|nofollowNonblock, 0)
-	if err != nil {
+	f, err := w.open(target, os.O_RDONLY)
+	if f == nil || err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, false, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
-	}
 	data, err = readAllLimited(f, maxTargetSize)
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", target, err)
 	}
 	return data, true, nil
+}
+
+// open opens the existing regular file target with flag, after check,
+// without following a symlink or blocking on a FIFO, and checks the open
+// handle is a regular file. It returns nil and no error when target does
+// not exist.
+func (w *workspace) open(target string, flag int) (*os.File, error) {
+	if exists, err := w.check(target); err != nil || !exists {
+		return nil, err
+	}
+	f, err := w.root.OpenFile(target, flag|nofollowNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
+	}
+	return f, nil
 }
 
 // check reports whether target exists, failing with *errUnsafe when a
@@ -161,16 +174,9 @@ func (w *workspace) appendTo(target string, data []byte) error {
 	if w.dryRun {
 		return nil
 	}
-	if exists, err := w.check(target); err != nil || !exists {
+	f, err := w.open(target, os.O_WRONLY|os.O_APPEND)
+	if f == nil || err != nil {
 		return cmp.Or(err, fmt.Errorf("%s: %w", target, fs.ErrNotExist))
-	}
-	f, err := w.root.OpenFile(target, os.O_WRONLY|os.O_APPEND|nofollowNonblock, 0)
-	if err != nil {
-		return err
-	}
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
 	}
 	_, err = f.Write(data)
 	if err == nil {
