@@ -37,7 +37,7 @@ const maxMemoTracked = 1024
 // 40-digit lower-case hex sum, and tracked paths that are clean, relative
 // and directly inside a memory-handoffs directory.
 func (m IndexMemo) valid() bool {
-	if !path.IsAbs(m.Path) || path.Clean(m.Path) != m.Path || m.Size < 12+sha1.Size || m.Size > maxGitIndex {
+	if !cleanAbs(m.Path) || m.Size < 12+sha1.Size || m.Size > maxGitIndex {
 		return false
 	}
 	if len(m.Sum) != 2*sha1.Size || strings.ToLower(m.Sum) != m.Sum {

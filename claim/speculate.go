@@ -76,7 +76,7 @@ func ParseHint(data []byte) (Hint, error) {
 		if len(out) == MaxHint {
 			break
 		}
-		if !path.IsAbs(c.Path) || path.Clean(c.Path) != c.Path {
+		if !cleanAbs(c.Path) {
 			continue
 		}
 		switch c.Op {
@@ -101,6 +101,10 @@ func ParseHint(data []byte) (Hint, error) {
 	h.Indexes = memos
 	return h, nil
 }
+
+// cleanAbs reports whether p is an absolute path in its shortest form,
+// as every path a walk asks about is.
+func cleanAbs(p string) bool { return path.IsAbs(p) && path.Clean(p) == p }
 
 // MarshalHint encodes a hint for the next run. A hint whose index memos
 // would take it past MaxHintBytes is kept without them.
