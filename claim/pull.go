@@ -110,6 +110,9 @@ func (o *openLimit) ReadFile(ctx context.Context, name string, limit int64) ([]b
 	return o.FS.ReadFile(ctx, name, limit)
 }
 
+// LstatNoFollow is the underlying transport's (transport.LinkSafe).
+func (o *openLimit) LstatNoFollow() bool { return linkSafe(o.FS) }
+
 // RealPath is the underlying transport's, if it has one.
 func (o *openLimit) RealPath(ctx context.Context, name string) (string, error) {
 	if r, ok := o.FS.(transport.Resolver); ok {

@@ -156,7 +156,7 @@ type earlyAnswer struct {
 // at most limit at once, with ctx. Call stop when discovery is done.
 func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit int) *speculative {
 	s := &speculative{FS: fsys, early: map[WalkCall]*earlyAnswer{}, seen: map[WalkCall]bool{}}
-	s.res, _ = fsys.(transport.Resolver)
+	s.res = resolver(fsys)
 	ctx, s.cancel = context.WithCancel(ctx)
 	type early struct {
 		c WalkCall
@@ -290,7 +290,11 @@ var (
 	_ transport.Resolver      = (*speculative)(nil)
 	_ transport.ContentReader = (*speculative)(nil)
 	_ transport.TailReader    = (*speculative)(nil)
+	_ transport.LinkSafe      = (*speculative)(nil)
 )
+
+// LstatNoFollow is the transport's (transport.LinkSafe).
+func (s *speculative) LstatNoFollow() bool { return linkSafe(s.FS) }
 
 // RealPath is the transport's; without one it fails, which discovery
 // treats as a transport that resolves nothing.

@@ -186,6 +186,47 @@ func TestSpeculativeWalkAsksEachQuestionOnce(t *testing.T) {
 	}
 }
 
+// linkSafeFS is a countingFS that vouches for its LSTAT, as
+// transport.Local and OpenSSH's sftp-server do.
+type linkSafeFS struct{ *countingFS }
+
+func (linkSafeFS) LstatNoFollow() bool { return true }
+
+// TestLinkSafeAsksNoRealPath: a transport that vouches its LSTAT follows
+// no symlink is asked no REALPATH, with or without a hint that holds
+// some, and discovery finds the same, symlinked inboxes included.
+// Invariant: leaving out the check never makes discovery follow a
+// symlink where LSTAT is lstat(2).
+func TestLinkSafeAsksNoRealPath(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	build(t, root,
+		"w/g1/r1/.claude/memory-handoffs/a.md",
+		"w/g1/r2/.claude/memory-handoffs -> ../../../../elsewhere",
+		"w/g1/r3/.codex -> ../../../elsewhere",
+		"elsewhere/x.md",
+		"declared/.claude/memory-handoffs/e.md")
+	want, hint := walkWith(t, &countingFS{FS: transport.NewLocal()}, root, nil)
+	if !slices.ContainsFunc(hint, func(c claim.WalkCall) bool { return c.Op == claim.WalkRealPath }) {
+		t.Fatalf("a walk over a resolving transport asked no REALPATH: %v", hint)
+	}
+	for _, h := range [][]claim.WalkCall{nil, hint} {
+		fsys := &countingFS{FS: transport.NewLocal()}
+		got, walked := walkWith(t, linkSafeFS{fsys}, root, h)
+		if !slices.Equal(got, want) {
+			t.Errorf("hint of %d calls: found %q, want %q", len(h), got, want)
+		}
+		for k := range fsys.calls {
+			if strings.HasPrefix(k, claim.WalkRealPath+" ") {
+				t.Errorf("hint of %d calls: %s reached a transport that vouches for its LSTAT", len(h), k)
+			}
+		}
+		if slices.ContainsFunc(walked, func(c claim.WalkCall) bool { return c.Op == claim.WalkRealPath }) {
+			t.Errorf("hint of %d calls: the walk recorded a REALPATH", len(h))
+		}
+	}
+}
+
 // TestSpeculativeWalkBoundsEarlyListings: listings that came early are
 // held only up to a bound of entries; past it they are dropped and asked
 // again when the walk gets to them, and what is found is the same.

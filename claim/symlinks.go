@@ -17,15 +17,15 @@ import (
 // See docs/design.md, "Servers that follow symlinks".
 
 // lstatResolve asks about lnames (LSTAT) and resolves rnames (REALPATH,
-// where the transport can) all at once, so that they cost one round trip
-// together. reals[i] is "" where rnames[i] could not be resolved. It
-// returns an error only when ctx ended first.
+// where the transport can and its LSTAT needs checking) all at once, so
+// that they cost one round trip together. reals[i] is "" where rnames[i]
+// was not resolved. It returns an error only when ctx ended first.
 func lstatResolve(ctx context.Context, fsys transport.FS, lnames, rnames []string) (fis []transport.FileInfo, errs []error, reals []string, err error) {
 	fis = make([]transport.FileInfo, len(lnames))
 	errs = make([]error, len(lnames))
 	reals = make([]string, len(rnames))
-	res, ok := fsys.(transport.Resolver)
-	if !ok {
+	res := resolver(fsys)
+	if res == nil {
 		rnames = nil
 	}
 	n := len(lnames) + len(rnames)
@@ -41,6 +41,25 @@ func lstatResolve(ctx context.Context, fsys transport.FS, lnames, rnames []strin
 		return nil
 	})
 	return fis, errs, reals, err
+}
+
+// resolver returns what checks fsys's LSTAT with REALPATH: nil where
+// fsys cannot resolve, or vouches that its LSTAT follows no symlink. A
+// REALPATH there could only agree with the LSTAT's type, so discovery
+// asks none (docs/design.md, "Servers that follow symlinks").
+func resolver(fsys transport.FS) transport.Resolver {
+	if linkSafe(fsys) {
+		return nil
+	}
+	res, _ := fsys.(transport.Resolver)
+	return res
+}
+
+// linkSafe reports whether fsys vouches that its LSTAT follows no
+// symlink.
+func linkSafe(fsys transport.FS) bool {
+	ls, ok := fsys.(transport.LinkSafe)
+	return ok && ls.LstatNoFollow()
 }
 
 // throughSymlink is asked when a directory that LSTAT called a directory

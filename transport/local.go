@@ -39,6 +39,9 @@ func (Local) Home(ctx context.Context) (string, error) {
 	return home, nil
 }
 
+// LstatNoFollow reports true: Lstat is lstat(2).
+func (Local) LstatNoFollow() bool { return true }
+
 // Lstat is lstat(2).
 func (Local) Lstat(ctx context.Context, name string) (FileInfo, error) {
 	if err := ctx.Err(); err != nil {

@@ -168,6 +168,14 @@ type Resolver interface {
 	RealPath(ctx context.Context, name string) (string, error)
 }
 
+// LinkSafe is implemented by transports that can vouch for their LSTAT:
+// where LstatNoFollow reports true, LSTAT never follows a symlink (it is
+// lstat(2) on the host, or OpenSSH's sftp-server). Its type is then to be
+// trusted on its own, and discovery asks no REALPATH beside it.
+type LinkSafe interface {
+	LstatNoFollow() bool
+}
+
 // Writer is implemented by transports that can publish files, as the
 // mirror does: each file is written under a new name and then renamed
 // over the old one, so that a reader sees the old bytes or the new, never

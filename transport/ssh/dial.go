@@ -539,6 +539,6 @@ func startSFTP(client *ssh.Client, jumps []*ssh.Client, cfg Config, log *slog.Lo
 		return nil, err
 	}
 	f.client = client
-	f.linkRename = isOpenSSH(string(client.ServerVersion())) && isOpenSSHSFTP(f.sftp)
+	f.openSSH = isOpenSSH(string(client.ServerVersion())) && isOpenSSHSFTP(f.sftp)
 	return f, nil
 }

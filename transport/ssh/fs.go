@@ -60,10 +60,11 @@ type FS struct {
 	// handles bounds the handles open on the server at once (handles.go).
 	handles *handleLimit
 
-	// linkRename: the server is OpenSSH, whose rename of a regular file
-	// never replaces (see Rename). readRegular holds the names ReadFile
-	// last found to be regular files.
-	linkRename  bool
+	// openSSH: the server is OpenSSH's sshd with its own sftp-server,
+	// whose rename of a regular file never replaces (see Rename) and
+	// whose LSTAT is lstat(2). readRegular holds the names ReadFile last
+	// found to be regular files.
+	openSSH     bool
 	readRegular *nameSet
 
 	closeSem chan struct{}  // a token per CLOSE in flight (closeFile)
@@ -261,6 +262,11 @@ func (f *FS) RealPath(ctx context.Context, name string) (string, error) {
 	}
 	return real, nil
 }
+
+// LstatNoFollow reports whether the server is known to be OpenSSH's own
+// sftp-server, whose LSTAT is lstat(2). Another server's LSTAT may follow
+// symlinks (ProFTPD's does), so it says false.
+func (f *FS) LstatNoFollow() bool { return f.openSSH }
 
 // Lstat describes name without following a final symlink.
 func (f *FS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
@@ -665,7 +671,7 @@ func (f *FS) logExhausted(op, name string, err error) {
 // renames a regular file with link(2). See docs/design.md, "Renames".
 func (f *FS) Rename(ctx context.Context, oldname, newname string) error {
 	err := f.call(ctx, func() error {
-		if f.linkRename && f.readRegular.forget(oldname) {
+		if f.openSSH && f.readRegular.forget(oldname) {
 			err := f.sftp.Rename(oldname, newname)
 			if err == nil {
 				return nil

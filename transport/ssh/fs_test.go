@@ -120,7 +120,7 @@ func TestOpenSSHPlainRenameRefusesToReplace(t *testing.T) {
 }
 
 // Rename takes its one-round-trip path on OpenSSH, told by the banner,
-// and only there.
+// and only there; only there is LSTAT vouched for (no REALPATH beside it).
 func TestRenameServerDetection(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -134,8 +134,11 @@ func TestRenameServerDetection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := dialT(t, configFor(tc.srv(t)))
-			if f.linkRename != tc.want {
-				t.Fatalf("banner %q: linkRename %v, want %v", f.client.ServerVersion(), f.linkRename, tc.want)
+			if f.openSSH != tc.want {
+				t.Fatalf("banner %q: openSSH %v, want %v", f.client.ServerVersion(), f.openSSH, tc.want)
+			}
+			if f.LstatNoFollow() != tc.want {
+				t.Fatalf("banner %q: LstatNoFollow %v, want %v", f.client.ServerVersion(), f.LstatNoFollow(), tc.want)
 			}
 		})
 	}

@@ -649,7 +649,7 @@ func TestRenameRoundTrips(t *testing.T) {
 			before := snapshotDir(t, dir)
 			r := &relay{readGate: time.Millisecond}
 			f := startRelayed(t, r, serve)
-			f.linkRename = tc.linkRename
+			f.openSSH = tc.linkRename
 			if tc.read {
 				if _, _, err := f.ReadFile(ctxT(t), p(tc.src), 100); err != nil {
 					t.Fatal(err)
