@@ -90,12 +90,22 @@ var _ transport.FS = (*FS)(nil)
 // File.ReadFrom (or io.Copy and io.ReadAll on a File): with concurrent
 // reads those size their work from what the server claims a file holds
 // (TestNoServerSizedReads checks).
-func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closers ...io.Closer) (*FS, error) {
+//
+// With limitsEarly (the SSH banner says OpenSSH), the limits@openssh.com
+// request follows INIT at once instead of waiting for the VERSION that
+// says the server has it: its answer then comes with the VERSION, before
+// the first wave of listings, which would otherwise be bounded to
+// defaultHandles for a round trip. A server without it answers with an
+// error status, which the guard takes out of the stream like the answer.
+func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, limitsEarly bool, closers ...io.Closer) (*FS, error) {
 	g := newListGuard()
 	g.handles = newHandleLimit(defaultHandles)
 	gr := newGuardReader(rd, g)
 	bw := newBatchWriter(wr)
 	gw := &guardWriter{w: bw, g: g}
+	if limitsEarly {
+		gw.afterInit = g.limitsRequest()
+	}
 	c, err := sftp.NewClientPipe(gr, gw,
 		sftp.MaxPacketChecked(readChunk),
 		sftp.UseConcurrentReads(true),
@@ -115,7 +125,7 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, closer
 		closeSem: make(chan struct{}, maxPendingCloses), readRegular: newNameSet(maxReadRegular), handles: g.handles}
 	// Nothing else writes to the stream yet: ask for the server's limits
 	// now, and raise the bound when the answer comes.
-	if _, ok := c.HasExtension("limits@openssh.com"); ok {
+	if _, ok := c.HasExtension("limits@openssh.com"); ok && !limitsEarly {
 		if err := g.askLimits(bw); err != nil {
 			c.Close()
 			return nil, fmt.Errorf("sftp: ask for limits: %w", err)

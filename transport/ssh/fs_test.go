@@ -167,7 +167,7 @@ func (fk *fakeSFTP) start(t *testing.T) *FS {
 	t.Helper()
 	client, server := net.Pipe()
 	go fk.serve(server)
-	f, err := newFS(client, client, Config{Alias: "fake"}, slog.New(slog.DiscardHandler), client)
+	f, err := newFS(client, client, Config{Alias: "fake"}, slog.New(slog.DiscardHandler), false, client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,6 +284,13 @@ func (g *listGuard) swallowed(id uint32) bool {
 // askLimits sends a limits@openssh.com request on w, the stream below
 // pkg/sftp. Call it only while nothing else writes to the stream.
 func (g *listGuard) askLimits(w io.Writer) error {
+	_, err := w.Write(g.limitsRequest())
+	return err
+}
+
+// limitsRequest returns the guard's limits@openssh.com request, to be sent
+// at once: its answer is awaited from now on.
+func (g *listGuard) limitsRequest() []byte {
 	const ext = "limits@openssh.com"
 	var b []byte
 	b = binary.BigEndian.AppendUint32(b, uint32(1+4+4+len(ext)))
@@ -294,8 +301,7 @@ func (g *listGuard) askLimits(w io.Writer) error {
 	g.mu.Lock()
 	g.limitsAsked = true
 	g.mu.Unlock()
-	_, err := w.Write(b)
-	return err
+	return b
 }
 
 // asking reports whether the answer to askLimits is still to come.
@@ -415,6 +421,8 @@ type guardWriter struct {
 
 	pendMu  sync.Mutex
 	pending []byte // the guard's own frames, waiting for pkg/sftp's next Write
+
+	afterInit []byte // the guard's own frames, to follow pkg/sftp's first (INIT)
 }
 
 func (w *guardWriter) Write(p []byte) (int, error) {
@@ -429,6 +437,8 @@ func (w *guardWriter) Write(p []byte) (int, error) {
 	}
 	w.observe(p)
 	if w.hdrN == 0 {
+		w.out = append(w.out, w.afterInit...)
+		w.afterInit = nil
 		w.out = w.takePending(w.out)
 	}
 	if len(w.out) > 0 {

@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +101,7 @@ func startCounted(t *testing.T, serve func(t *testing.T, in io.Reader, out io.Wr
 	go serve(t, srvR, srvW)
 	go w.requests(relayR, toSrv)
 	go w.replies(fromSrv, relayW)
-	f, err := newFS(fsR, fsW, Config{Alias: "counted"}, slog.New(slog.DiscardHandler), closerFunc(func() error {
+	f, err := newFS(fsR, fsW, Config{Alias: "counted"}, slog.New(slog.DiscardHandler), false, closerFunc(func() error {
 		fsR.Close()
 		relayR.Close()
 		toSrv.Close()
@@ -316,4 +318,105 @@ func TestHandlesFewDescriptorsOpenSSH(t *testing.T) {
 		t.Errorf("bound %d after the server ran out, want below its 48 descriptors", limit)
 	}
 	t.Logf("bound %d at the end", limit)
+}
+
+// limitsServer is a scripted SFTP server that answers INIT only once a
+// second frame has come or a while has passed, and then answers that
+// frame if it is the guard's limits request: with a max-open-handles of
+// 300 if supported, else with OP_UNSUPPORTED. early reports whether the
+// request came before the VERSION was sent.
+func limitsServer(t *testing.T, c net.Conn, supported bool, early chan<- bool) {
+	defer c.Close()
+	frame := func() ([]byte, error) {
+		var lb [4]byte
+		if _, err := io.ReadFull(c, lb[:]); err != nil {
+			return nil, err
+		}
+		body := make([]byte, binary.BigEndian.Uint32(lb[:]))
+		_, err := io.ReadFull(c, body)
+		return body, err
+	}
+	send := func(body []byte) { c.Write(append(u32(nil, uint32(len(body))), body...)) }
+	if init, err := frame(); err != nil || init[0] != 1 {
+		t.Errorf("first frame %v, %v: want INIT", init, err)
+		return
+	}
+	next := make(chan []byte, 1)
+	go func() {
+		b, _ := frame()
+		next <- b
+	}()
+	version := u32([]byte{2}, 3)
+	if supported {
+		version = str(str(version, "limits@openssh.com"), "1")
+	}
+	var req []byte
+	select {
+	case req = <-next:
+		early <- true
+		send(version)
+	case <-time.After(5 * time.Second):
+		early <- false
+		send(version)
+		req = <-next
+	}
+	if len(req) < 5 || req[0] != 200 || binary.BigEndian.Uint32(req[1:5]) != limitsID {
+		t.Errorf("second frame %x: want the limits request", req)
+		return
+	}
+	if !supported {
+		send(status(limitsID, 8))
+	} else {
+		reply := u32([]byte{201}, limitsID)
+		for _, v := range []uint64{1 << 18, 1 << 15, 1 << 15, 300} {
+			reply = binary.BigEndian.AppendUint64(reply, v)
+		}
+		send(reply)
+	}
+	for { // LSTATs: a directory
+		body, err := frame()
+		if err != nil {
+			return
+		}
+		send(attrs(u32([]byte{105}, binary.BigEndian.Uint32(body[1:5])), 0, fs.ModeDir|0o755))
+	}
+}
+
+// Behind an OpenSSH banner the limits request goes out with INIT: the
+// server here sends its VERSION only once a second frame has come, which
+// a client that waits for the VERSION first never sends. The bound is
+// then the server's before any listing starts; a server without the
+// extension answers with an error, which pkg/sftp never sees, and the
+// bound stays the default. Saves the round trip in which the first wave
+// of listings was bounded to 64.
+func TestLimitsAskedWithInit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		supported bool
+		want      int
+	}{{true, 300}, {false, defaultHandles}} {
+		t.Run(fmt.Sprintf("supported=%v", tc.supported), func(t *testing.T) {
+			t.Parallel()
+			client, server := net.Pipe()
+			early := make(chan bool, 1)
+			go limitsServer(t, server, tc.supported, early)
+			f, err := newFS(client, client, Config{Alias: "limits"}, slog.New(slog.DiscardHandler), true, client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			if !<-early {
+				t.Fatal("the limits request waited for the VERSION")
+			}
+			for deadline := time.Now().Add(5 * time.Second); f.guard.asking() && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			if limit, _ := f.handles.stats(); limit != tc.want {
+				t.Errorf("bound %d, want %d", limit, tc.want)
+			}
+			if _, err := f.Lstat(ctxT(t), "/x"); err != nil {
+				t.Errorf("Lstat after the limits answer: %v", err)
+			}
+		})
+	}
 }

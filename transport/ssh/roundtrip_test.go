@@ -107,7 +107,7 @@ func startRelayedAsking(t *testing.T, r *relay, serve func(t *testing.T, in io.R
 	go serve(t, srvR, srvW)
 	go r.forwardRequests(relayR, toSrv)
 	go r.forwardReplies(fromSrv)
-	f, err := newFS(fsR, fsW, Config{Alias: "relayed"}, slog.New(slog.DiscardHandler), closerFunc(func() error {
+	f, err := newFS(fsR, fsW, Config{Alias: "relayed"}, slog.New(slog.DiscardHandler), false, closerFunc(func() error {
 		fsR.Close()
 		relayR.Close()
 		toSrv.Close()

@@ -93,7 +93,7 @@ func startSFTP(client *ssh.Client, jumps []*ssh.Client, sent *sendWatch, cfg Con
 	}
 	fsDone := make(chan started, 1)
 	go func() {
-		f, err := newFS(ch, channelWriter{ch}, cfg, log, closers...)
+		f, err := newFS(ch, channelWriter{ch}, cfg, log, isOpenSSH(string(client.ServerVersion())), closers...)
 		fsDone <- started{f, err}
 	}()
 	// The reply comes before the VERSION: the server answers the request
