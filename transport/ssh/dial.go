@@ -62,7 +62,7 @@ func Dial(ctx context.Context, cfg Config, log *slog.Logger) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	fsys, err := startSFTP(client, jumps, run.sent, cfg, log)
+	fsys, err := startSFTP(client, jumps, cfg, log)
 	if err != nil {
 		closeClients(client, jumps)
 		return nil, run.failure(fmt.Errorf("sftp: %s: start: %w", cfg.Alias, err))
@@ -196,7 +196,6 @@ type run struct {
 	fired   bool
 	attempt []io.Closer // connections of the current attempt
 	keep    []io.Closer // agent connections, closed when the run ends
-	sent    *sendWatch  // the current attempt's last hop (startSFTP)
 }
 
 func startRun(ctx context.Context, cfg Config) *run {
@@ -463,10 +462,6 @@ func (r *run) attemptOnce(eps []*endpoint) (*ssh.Client, []*ssh.Client, error) {
 			}
 			r.track(conn, false)
 		}
-		if i == len(eps)-1 {
-			r.sent = &sendWatch{Conn: conn}
-			conn = r.sent
-		}
 		c, chans, reqs, err := ssh.NewClientConn(conn, ep.cfg.addr(), ep.ccfg)
 		if err != nil {
 			return nil, nil, ep.handshakeError(err)
@@ -515,4 +510,35 @@ func closeClients(client *ssh.Client, jumps []*ssh.Client) {
 	for i := len(jumps) - 1; i >= 0; i-- {
 		jumps[i].Close()
 	}
+}
+
+// startSFTP opens the "sftp" subsystem (never a shell command) and starts
+// pkg/sftp on it with the list guard in between.
+func startSFTP(client *ssh.Client, jumps []*ssh.Client, cfg Config, log *slog.Logger) (*FS, error) {
+	session, err := client.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := session.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := session.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := session.RequestSubsystem("sftp"); err != nil {
+		return nil, err
+	}
+	closers := []io.Closer{client}
+	for i := len(jumps) - 1; i >= 0; i-- {
+		closers = append(closers, jumps[i])
+	}
+	f, err := newFS(stdout, stdin, cfg, log, isOpenSSH(string(client.ServerVersion())), closers...)
+	if err != nil {
+		return nil, err
+	}
+	f.client = client
+	f.openSSH = isOpenSSH(string(client.ServerVersion())) && isOpenSSHSFTP(f.sftp)
+	return f, nil
 }
