@@ -8,6 +8,7 @@
 #   bench/ingest.sh [N]          # prints a markdown table; also bench/results/ingest-<time>/
 #   RUNS=5 (default)             # plain runs of each applier, alternating; medians
 #   PROFILE=1 bench/ingest.sh    # adds a CPU profile of the transactional run (pprof -top)
+#   INGEST_B_REV=REV             # adds transactional-b, the ingester at REV (or worktree), side by side
 #
 # handoffs/s and peak RSS come from a plain run (/usr/bin/time -v); fsyncs
 # per handoff from a second run under strace -c -f (fsync + fdatasync, the
@@ -28,6 +29,18 @@ SNAP=$BENCH_DIR/src-ingest
 SNAPSHOT_DIR=$SNAP EXTRA_TEST_FILE=ingest/bench_naive_test.go "$HERE/build.sh" "$OUT/handoff" >&2
 if [ "${HANDOFF_REV:-HEAD}" = worktree ]; then SNAP=$MAIN; fi
 (cd "$SNAP" && go test -c -o "$TB" ./ingest/)
+# INGEST_B_REV=REV (a commit, or worktree) adds the applier
+# transactional-b: the transactional benchmark of an ingest test binary
+# built at REV, run in turn with the others, for a change's effect
+# measured side by side (HANDOFF_REV gives the one it is compared with).
+TBB=
+if [ -n "${INGEST_B_REV:-}" ]; then
+  TBB=$OUT/ingest-b.test
+  SNAPB=$BENCH_DIR/src-ingest-b
+  HANDOFF_REV=$INGEST_B_REV SNAPSHOT_DIR=$SNAPB EXTRA_TEST_FILE=ingest/bench_naive_test.go "$HERE/build.sh" "$OUT/handoff-b" >&2
+  if [ "$INGEST_B_REV" = worktree ]; then SNAPB=$MAIN; fi
+  (cd "$SNAPB" && go test -c -o "$TBB" ./ingest/)
+fi
 # Each run gets a freshly made journaled ext4 (a loop-mounted image) for
 # its files, as in bench/run.sh (bench/scratch.sh says why).
 . "$HERE/scratch.sh"
@@ -39,22 +52,26 @@ fresh_scratch_tmp() {
 }
 trap 'unmount_scratch "$SCRATCH"' EXIT
 
+# binary NAME, bench NAME: the test binary and benchmark an applier runs.
+binary() { if [ "$1" = transactional-b ]; then echo "$TBB"; else echo "$TB"; fi; }
+bench() { echo "${1%-b}"; }
 plain() { # name run -> one plain run (/usr/bin/time -v) on a fresh fs
   local name=$1 run=$2
   fresh_scratch_tmp
-  /usr/bin/time -v "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x \
+  /usr/bin/time -v "$(binary "$name")" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$(bench "$name")\$" -test.benchtime 1x \
     >"$OUT/$name.$run.txt" 2>"$OUT/$name.$run.time"
 }
 traced() { # name -> one run under strace, for the fsync count
   local name=$1
   fresh_scratch_tmp
   strace -f -c -e trace=fsync,fdatasync -o "$OUT/$name.strace" \
-    "$TB" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$name\$" -test.benchtime 1x >/dev/null 2>&1
+    "$(binary "$name")" -test.run '^$' -test.bench "^BenchmarkIngestVsNaive/$(bench "$name")\$" -test.benchtime 1x >/dev/null 2>&1
 }
 # RUNS plain runs of each applier, alternating; the table gives medians.
 # transactional-unscreened is the ingester without the injection-like-
 # content screen (issue 15): run beside it, for what the screen costs.
 APPLIERS="transactional transactional-unscreened naive"
+if [ -n "$TBB" ]; then APPLIERS="$APPLIERS transactional-b"; fi
 for r in $(seq "$RUNS"); do for b in $APPLIERS; do plain "$b" "$r"; done; done
 for b in seed-only $APPLIERS; do traced "$b"; done
 if [ "${PROFILE:-0}" = 1 ]; then # where the transactional ingester's time goes
@@ -96,6 +113,11 @@ fs_med=$(metric fsync 'median-µs/fsync')
   # per run pair: the screened run's throughput over the unscreened one's
   pairs=$(for r in $(seq "$RUNS"); do awk -v a="$(metric "transactional.$r" handoffs/s)" -v b="$(metric "transactional-unscreened.$r" handoffs/s)" 'BEGIN{printf "%.3f ", a/b}'; done)
   echo "injection screen: transactional (screened) / transactional-unscreened throughput (ratio of the medians): $(awk -v a="$t" -v b="$u" 'BEGIN{printf "%.3f", a/b}') (per run pair: ${pairs% })."
+  if [ -n "$TBB" ]; then
+    tb=$(med transactional-b handoffs/s)
+    pairs=$(for r in $(seq "$RUNS"); do awk -v a="$(metric "transactional-b.$r" handoffs/s)" -v b="$(metric "transactional.$r" handoffs/s)" 'BEGIN{printf "%.3f ", a/b}'; done)
+    echo "transactional-b ($(cat "$OUT/handoff-b.rev")) / transactional throughput (ratio of the medians): $(awk -v a="$tb" -v b="$t" 'BEGIN{printf "%.3f", a/b}') (per run pair: ${pairs% }); transactional-b / naive: $(awk -v a="$tb" -v b="$nv" 'BEGIN{printf "%.1f%%", 100*a/b}')."
+  fi
   fn_med=$(metric fsync-new 'median-µs/fsync') fn_file=$(metric fsync-new 'median-µs/durable-file')
   per=$(awk -v a="$all" -v n="$N" 'BEGIN{printf "%.2f", a/n}')
   echo "fsync cost here: rewriting 4 KiB of one file + fsync: median ${fs_med} µs (p90 $(metric fsync 'p90-µs/fsync') µs); a new 4 KiB file durably (create, write, fsync, rename, fsync the directory): median ${fn_file} µs, its fsyncs median ${fn_med} µs each."
