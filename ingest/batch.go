@@ -25,7 +25,7 @@ import (
 
 const (
 	// batchMax is the most sources decided and applied together.
-	batchMax = 256
+	batchMax = 1024
 	// batchMaxBytes bounds the new file content a batch holds (backups,
 	// drafts, new target contents); a batch closes once it is reached, so
 	// memory stays bounded whatever the sizes of documents and handoffs.
