@@ -539,6 +539,8 @@ func startSFTP(client *ssh.Client, jumps []*ssh.Client, cfg Config, log *slog.Lo
 		return nil, err
 	}
 	f.client = client
-	f.openSSH = isOpenSSH(string(client.ServerVersion())) && isOpenSSHSFTP(f.sftp)
+	banner := string(client.ServerVersion())
+	f.openSSH = isOpenSSH(banner) && isOpenSSHSFTP(f.sftp)
+	f.lstatSafe = f.openSSH && !isWindowsOpenSSH(banner)
 	return f, nil
 }

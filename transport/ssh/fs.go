@@ -66,6 +66,8 @@ type FS struct {
 	// found to be regular files.
 	openSSH     bool
 	readRegular *nameSet
+	// lstatSafe: openSSH, and not on Windows (see LstatNoFollow).
+	lstatSafe bool
 
 	closeSem chan struct{}  // a token per CLOSE in flight (closeFile)
 	closeMu  sync.Mutex     // guards closed and closing.Add
@@ -274,9 +276,10 @@ func (f *FS) RealPath(ctx context.Context, name string) (string, error) {
 }
 
 // LstatNoFollow reports whether the server is known to be OpenSSH's own
-// sftp-server, whose LSTAT is lstat(2). Another server's LSTAT may follow
-// symlinks (ProFTPD's does), so it says false.
-func (f *FS) LstatNoFollow() bool { return f.openSSH }
+// sftp-server on a system whose LSTAT is lstat(2). Another server's LSTAT
+// may follow symlinks (ProFTPD's does), and Win32-OpenSSH emulates lstat
+// over junctions and reparse points, so for them it says false.
+func (f *FS) LstatNoFollow() bool { return f.lstatSafe }
 
 // Lstat describes name without following a final symlink.
 func (f *FS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
@@ -727,6 +730,12 @@ func isOpenSSH(banner string) bool {
 		}
 	}
 	return false
+}
+
+// isWindowsOpenSSH reports whether an OpenSSH banner is Win32-OpenSSH's
+// ("SSH-2.0-OpenSSH_for_Windows_9.5").
+func isWindowsOpenSSH(banner string) bool {
+	return isOpenSSH(banner) && strings.Contains(banner, "OpenSSH_for_Windows")
 }
 
 // isOpenSSHSFTP reports whether the SFTP server behind an OpenSSH banner

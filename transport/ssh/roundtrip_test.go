@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -714,6 +715,9 @@ func TestIsOpenSSH(t *testing.T) {
 	} {
 		if got := isOpenSSH(tc.banner); got != tc.want {
 			t.Errorf("isOpenSSH(%q) = %v, want %v", tc.banner, got, tc.want)
+		}
+		if got, want := isWindowsOpenSSH(tc.banner), strings.Contains(tc.banner, "Windows"); got != want {
+			t.Errorf("isWindowsOpenSSH(%q) = %v, want %v", tc.banner, got, want)
 		}
 	}
 }
