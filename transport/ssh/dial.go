@@ -534,12 +534,12 @@ func startSFTP(client *ssh.Client, jumps []*ssh.Client, cfg Config, log *slog.Lo
 	for i := len(jumps) - 1; i >= 0; i-- {
 		closers = append(closers, jumps[i])
 	}
-	f, err := newFS(stdout, stdin, cfg, log, isOpenSSH(string(client.ServerVersion())), closers...)
+	banner := string(client.ServerVersion())
+	f, err := newFS(stdout, stdin, cfg, log, isOpenSSH(banner), closers...)
 	if err != nil {
 		return nil, err
 	}
 	f.client = client
-	banner := string(client.ServerVersion())
 	f.openSSH = isOpenSSH(banner) && isOpenSSHSFTP(f.sftp)
 	f.lstatSafe = f.openSSH && !isWindowsOpenSSH(banner)
 	return f, nil

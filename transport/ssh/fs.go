@@ -61,13 +61,12 @@ type FS struct {
 	handles *handleLimit
 
 	// openSSH: the server is OpenSSH's sshd with its own sftp-server,
-	// whose rename of a regular file never replaces (see Rename) and
-	// whose LSTAT is lstat(2). readRegular holds the names ReadFile last
-	// found to be regular files.
+	// whose rename of a regular file never replaces (see Rename).
+	// readRegular holds the names ReadFile last found to be regular
+	// files. lstatSafe: openSSH, and not on Windows (LstatNoFollow).
 	openSSH     bool
 	readRegular *nameSet
-	// lstatSafe: openSSH, and not on Windows (see LstatNoFollow).
-	lstatSafe bool
+	lstatSafe   bool
 
 	closeSem chan struct{}  // a token per CLOSE in flight (closeFile)
 	closeMu  sync.Mutex     // guards closed and closing.Add
