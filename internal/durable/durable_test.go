@@ -7,13 +7,20 @@ import (
 	"testing"
 )
 
-func TestWriteFileReplacesAtomically(t *testing.T) {
-	dir := t.TempDir()
+// openRoot opens dir as a Root, closed when the test ends.
+func openRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer root.Close()
+	t.Cleanup(func() { root.Close() })
+	return root
+}
+
+func TestWriteFileReplacesAtomically(t *testing.T) {
+	dir := t.TempDir()
+	root := openRoot(t, dir)
 	if err := WriteFile(root, "a.md", []byte("one"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +43,7 @@ func TestWriteFileStaysInRoot(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "esc")); err != nil {
 		t.Fatal(err)
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, dir)
 	if err := WriteFile(root, "esc/x.md", []byte("x"), 0o600); err == nil {
 		t.Fatal("write through a symlink leaving the root succeeded")
 	}
@@ -53,8 +56,7 @@ func TestRemoveTemps(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, TempPrefix+"abc.x.md"), nil, 0o600)
 	os.WriteFile(filepath.Join(dir, "keep.md"), nil, 0o600)
-	root, _ := os.OpenRoot(dir)
-	defer root.Close()
+	root := openRoot(t, dir)
 	n, err := RemoveTemps(root, ".")
 	if err != nil || n != 1 {
 		t.Fatalf("RemoveTemps = %d, %v; want 1, nil", n, err)
@@ -72,11 +74,7 @@ func TestRemoveTemps(t *testing.T) {
 // content is never overwritten unseen.
 func TestReplaceIf(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, dir)
 	p := filepath.Join(dir, "T.md")
 
 	// Absent, and expected absent: created.
@@ -84,7 +82,7 @@ func TestReplaceIf(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Present, check refuses: unchanged, ErrConflict.
-	_, err = ReplaceIf(root, "T.md", []byte("two\n"), 0o644, func(old []byte, existed bool) bool { return string(old) == "something else" })
+	_, err := ReplaceIf(root, "T.md", []byte("two\n"), 0o644, func(old []byte, existed bool) bool { return string(old) == "something else" })
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("ReplaceIf with a refusing check: %v, want ErrConflict", err)
 	}
@@ -115,11 +113,7 @@ func TestReplaceIf(t *testing.T) {
 // unseen; nothing is left behind.
 func TestSwapLate(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, dir)
 	p := filepath.Join(dir, "T.md")
 	if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -18,11 +18,7 @@ func TestWriterBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, dir)
 	before := Syncs()
 	w := NewWriter(root, 4)
 	var ps []*Pending
@@ -64,11 +60,7 @@ func TestWriterBatch(t *testing.T) {
 // files of the others, which the caller removes).
 func TestWriterFailureIsPerFile(t *testing.T) {
 	dir := t.TempDir()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
+	root := openRoot(t, dir)
 	before := Syncs()
 	w := NewWriter(root, 2)
 	names := []string{"f0", "missing/f1", "f2", "missing/f3", "f4"}

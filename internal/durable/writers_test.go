@@ -13,11 +13,7 @@ import (
 func swapFixture(t *testing.T) (*os.Root, string) {
 	t.Helper()
 	dir := t.TempDir()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { root.Close() })
+	root := openRoot(t, dir)
 	p := filepath.Join(dir, "T.md")
 	if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
 		t.Fatal(err)
