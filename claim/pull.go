@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/failpoint"
@@ -89,11 +90,12 @@ type puller struct {
 	report      HostReport
 	deferred    map[string]map[string]int // inbox -> reason -> deferrals
 	archiveErrs []error
-	deniedInbox string          // the first inbox an archive failed in for want of permission
-	dirs        map[string]bool // archive directories known to exist
-	absent      map[string]bool // archive directories the inbox's listing did not hold
-	notDirs     map[string]bool // archive names the inbox's listing showed as something else
-	scanned     int             // inboxes discovered and listed, set before the pipeline starts
+	deniedInbox string             // the first inbox an archive failed in for want of permission
+	dirs        map[string]bool    // archive directories known to exist
+	absent      map[string]bool    // archive directories the inbox's listing did not hold
+	notDirs     map[string]bool    // archive names the inbox's listing showed as something else
+	making      singleflight.Group // one ensureDir per directory at a time
+	scanned     int                // inboxes discovered and listed, set before the pipeline starts
 }
 
 // openLimit bounds the ReadFile calls in flight on an FS.
@@ -793,13 +795,26 @@ func (p *puller) ensureDir(ctx context.Context, dir string) error {
 		}
 		return fmt.Errorf("%s is not a directory (a symlink or file is in the way; remove it)", Quote(dir))
 	}
-	if err := ensureDir(ctx, p.fsys, dir, absent); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.dirs[dir] = true
-	p.mu.Unlock()
-	return nil
+	// The files of an inbox are archived at once: the first to get here
+	// makes the directory and the others wait for its answer, rather than
+	// each sending a MKDIR that fails and an LSTAT. A failure is not
+	// remembered; the next caller tries again.
+	_, err, _ := p.making.Do(dir, func() (any, error) {
+		p.mu.Lock()
+		known := p.dirs[dir]
+		p.mu.Unlock()
+		if known {
+			return nil, nil
+		}
+		if err := ensureDir(ctx, p.fsys, dir, absent); err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		p.dirs[dir] = true
+		p.mu.Unlock()
+		return nil, nil
+	})
+	return err
 }
 
 func sameContent(ctx context.Context, fsys transport.FS, name, sha string, size int64) (bool, error) {

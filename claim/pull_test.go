@@ -795,6 +795,40 @@ func TestPullRewrittenBeforeArchive(t *testing.T) {
 	t.Errorf("the rewritten handoff is neither stored nor in the inbox; it sits at %q, never to be pulled", where)
 }
 
+// slowMkdir holds each MKDIR for a while, so that archives of one inbox
+// that each made processed/ would overlap.
+type slowMkdir struct{ *callLog }
+
+func (s slowMkdir) Mkdir(ctx context.Context, name string) error {
+	time.Sleep(50 * time.Millisecond)
+	return s.callLog.Mkdir(ctx, name)
+}
+
+// TestPullArchiveDirOnce: the files of one inbox are archived at once, and
+// processed/ is made by one MKDIR, not one per file followed by an LSTAT
+// each (the bulk cell asked 19 calls an inbox for it). All ten are still
+// stored and archived (invariant: no handoff lost).
+func TestPullArchiveDirOnce(t *testing.T) {
+	t.Parallel()
+	e := newPullEnv(t)
+	body := func(i int) []byte { return fmt.Appendf(nil, "# Memory Handoff\n\n## Title\nnumber %d\n", i) }
+	for i := range 10 {
+		e.put(t, fmt.Sprintf("h%d.md", i), body(i))
+	}
+	log := &callLog{FS: e.fs}
+	rep := pull(t, slowMkdir{log}, e.cfg, e.spool, e.rec)
+	if rep.Outcome != "ok" {
+		t.Fatalf("outcome %q, want ok: %+v", rep.Outcome, rep)
+	}
+	dir := e.path(claim.ProcessedDir)
+	if n, m := log.count("mkdir "+dir), log.count("lstat "+dir); n != 1 || m != 0 {
+		t.Errorf("processed/ made %d times and asked about %d times, want 1 and 0:\n%s", n, m, strings.Join(log.calls, "\n"))
+	}
+	for i := range 10 {
+		e.assertStored(t, fmt.Sprintf("h%d.md", i), body(i), claim.ProcessedDir)
+	}
+}
+
 // TestPullArchiveDirFromListing: what the inbox's listing said of
 // processed/ spares asking again: present (a directory), it is not asked
 // about; absent, it is made without asking first. A processed/ that is a
