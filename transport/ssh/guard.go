@@ -25,6 +25,7 @@ const (
 	fxpData      = 103
 	fxpName      = 104
 	fxOK         = 0
+	fxEOF        = 1
 	fxFailure    = 4
 	maxSFTPFrame = 256 * 1024 // pkg/sftp refuses larger packets too
 	// maxEarlyCloses bounds the made-up CLOSE replies waiting for the
@@ -78,6 +79,15 @@ type listGuard struct {
 // sftp-server, which answers a session's requests one at a time and in
 // order; others list as before (newFS).
 const readAhead = 2
+
+// shortListing is one more than the entries OpenSSH's sftp-server puts in
+// a READDIR reply while its readdir(3) finds more: it stops at 100, and
+// only the end of the directory stops it sooner (unchanged since 2000). So
+// a reply from it with fewer entries is the last, and the guard ends the
+// listing there instead of asking again to be told so: the first READDIR
+// goes out alone, and a directory of fewer than 100 entries costs OPENDIR
+// and one READDIR (docs/design.md, "The listing guard").
+const shortListing = 100
 
 // limitsID is the request id of the guard's own limits@openssh.com
 // request. pkg/sftp numbers its requests from 1 up, so it never reaches
@@ -572,7 +582,7 @@ func (g *listGuard) startAhead(h string) {
 	out, l := g.out, g.listings[h]
 	var frames []byte
 	if out != nil && l != nil {
-		frames = g.aheadLocked(l, readAhead)
+		frames = g.aheadLocked(l, 1) // one: a short reply ends the listing
 	}
 	g.mu.Unlock()
 	if len(frames) > 0 {
@@ -668,6 +678,16 @@ func (r *guardReader) aheadReply(id uint32, l *listing, name bool) bool {
 	var more []byte
 	handNow := false
 	if name {
+		short := len(r.frame) >= 13 && binary.BigEndian.Uint32(r.frame[9:13]) < shortListing
+		if short {
+			// The server's readdir(3) found the end: so does the listing,
+			// with an end of file made up for pkg/sftp's next READDIR. A
+			// READDIR still in flight can only find the end too.
+			l.ended = true
+			if l.terminal == nil || id > l.terminalSeq { // ids count down: larger is earlier
+				l.terminal, l.terminalSeq = statusFrame(nil, id, fxEOF, "End of file"), id
+			}
+		}
 		if len(l.waiting) > 0 {
 			binary.BigEndian.PutUint32(r.frame[5:9], l.waiting[0])
 			l.waiting = l.waiting[1:]

@@ -447,12 +447,13 @@ func TestReadDirRoundTrips(t *testing.T) {
 			r.releaseCloses()
 			s := r.snapshot(t)
 			t.Logf("ReadDir: %v", s)
-			// OpenSSH's sftp-server gets the read-ahead: its READDIRs go
-			// out together with the handle. Others list one READDIR at a
-			// time, as pkg/sftp asks.
+			// OpenSSH's sftp-server gets the read-ahead: its READDIR goes
+			// out with the handle, and its short reply ends the listing.
+			// Others list one READDIR at a time, as pkg/sftp asks, until
+			// the server says the end.
 			if srv.name == "openssh-sftp-server" {
-				if s.rounds != 2 || s.byType[reqReaddir] < 2 || s.byType[reqReaddir] > 1+readAhead || s.byType[reqClose] != 1 {
-					t.Errorf("%d round trips, requests %s; want 2 round trips: OPENDIR, then %d READDIRs at once, and a CLOSE", s.rounds, s.seq, readAhead)
+				if s.rounds != 2 || s.requests != 3 || s.byType[reqReaddir] != 1 || s.byType[reqClose] != 1 {
+					t.Errorf("%d round trips, requests %s; want 2 round trips: OPENDIR, then one READDIR, and a CLOSE", s.rounds, s.seq)
 				}
 			} else if s.rounds != 3 || s.requests != 4 || s.byType[reqClose] != 1 {
 				t.Errorf("%d round trips, requests %s; want 3 round trips: OPENDIR, READDIR, READDIR, and a CLOSE", s.rounds, s.seq)
@@ -464,6 +465,60 @@ func TestReadDirRoundTrips(t *testing.T) {
 			}
 			if got, _, err := f.ReadFile(ctxT(t), filepath.Join(dir, "a.md"), 100); err != nil || string(got) != "a.md" {
 				t.Fatalf("ReadFile after the listings: %q, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestReadDirShortReplyEnds: OpenSSH's sftp-server puts 100 entries in a
+// READDIR reply unless its readdir(3) found the end, so the guard ends a
+// listing at the first shorter reply. A directory whose entries fill whole
+// replies still gets the server's own end, and every entry is listed
+// whatever the size (invariant: no handoff is missed by a listing cut
+// short).
+func TestReadDirShortReplyEnds(t *testing.T) {
+	t.Parallel()
+	serve := openSSHServer(t)
+	for _, tc := range []struct {
+		files    int // and "." and ".."
+		readdirs int
+		rounds   int
+	}{
+		{3, 1, 2},   // one short reply
+		{98, 3, 3},  // one full reply, then a pair: the end, twice
+		{250, 3, 3}, // one full reply, then a pair: full, short
+		{398, 5, 4}, // full; full, full; the end, twice
+	} {
+		t.Run(fmt.Sprint(tc.files), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			want := map[string]bool{}
+			for i := range tc.files {
+				n := fmt.Sprintf("h%03d.md", i)
+				want[n] = true
+				if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second}
+			f := startRelayed(t, r, serve)
+			ents, err := f.ReadDir(ctxT(t), dir, 1000)
+			if err != nil {
+				t.Fatalf("ReadDir: %v", err)
+			}
+			for _, e := range ents {
+				if !want[e.Name] {
+					t.Errorf("listed %q, which is not in the directory (or twice)", e.Name)
+				}
+				delete(want, e.Name)
+			}
+			if len(want) != 0 {
+				t.Errorf("%d of %d files not listed", len(want), tc.files)
+			}
+			s := r.snapshot(t)
+			t.Logf("ReadDir of %d: %v", tc.files, s)
+			if s.byType[reqReaddir] != tc.readdirs || s.rounds != tc.rounds {
+				t.Errorf("%d READDIRs in %d round trips (%s), want %d in %d", s.byType[reqReaddir], s.rounds, s.seq, tc.readdirs, tc.rounds)
 			}
 		})
 	}
