@@ -97,26 +97,62 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 			rep = fail(fmt.Errorf("internal error while pulling (please report): %v", r))
 		}
 	}()
+	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
+	defer cancel()
+	// Connecting is mostly waiting on the network (about eight round
+	// trips), and opening the ledger is CPU: dial first and open the
+	// spool, the ledger and the walk hint meanwhile. With many hosts the
+	// workers start at once and those opens held every dial back.
+	dialed := make(chan dialResult, 1)
+	go func() { dialed <- dial(pullCtx, h, log) }()
+	// closeDialed waits for a dial whose connection will not be used.
+	closeDialed := func() {
+		cancel()
+		if d := <-dialed; d.fsys != nil {
+			d.fsys.Close()
+		}
+	}
 	sp, err := openSpool(job.Spool, job.BaseSpool)
 	if err != nil {
+		closeDialed()
 		return fail(err), nil
 	}
 	defer sp.close()
 	led, err := ledger.Open(job.Ledger)
 	if err != nil {
+		closeDialed()
 		return fail(err), nil
 	}
 	defer led.Close()
-	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
-	defer cancel()
-	began := time.Now()
-	fsys, err = setup.Dial(pullCtx, h, log)
-	if err != nil {
-		return fail(err), nil
-	}
-	log.Debug("connected", "host", h.Name, "took", time.Since(began))
 	hint := loadWalkHint(job.WalkHint, !job.DryRun, log)
+	d := <-dialed
+	if d.err != nil {
+		return fail(d.err), nil
+	}
+	fsys = d.fsys
+	log.Debug("connected", "host", h.Name, "took", d.took)
 	return pullWith(pullCtx, fsys, h, sp, led, job.RunID, job.DryRun, time.Now, hint, log), fsys
+}
+
+// dialResult is a connection setup.Dial made, or why it could not.
+type dialResult struct {
+	fsys transport.FS
+	err  error
+	took time.Duration
+}
+
+// dial runs setup.Dial for pullJob's goroutine, where a panic would not
+// reach pullJob's recover: it becomes the dial's error.
+func dial(ctx context.Context, h manifest.HostConfig, log *slog.Logger) (d dialResult) {
+	began := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("worker panic", "host", h.Name, "panic", fmt.Sprint(r))
+			d = dialResult{err: fmt.Errorf("internal error while connecting (please report): %v", r)}
+		}
+	}()
+	fsys, err := setup.Dial(ctx, h, log)
+	return dialResult{fsys: fsys, err: err, took: time.Since(began)}
 }
 
 // pullWith runs claim.Pull with a host's settings and turns a blown
