@@ -34,7 +34,8 @@
 # (an unmeasured warm-up run makes the first), as a sync every 30 minutes
 # does; COLD=1 runs each repetition without them, as a first run.
 #
-# PERF=1 records the whole machine (perf record -a -g) while handoff runs,
+# PERF=1 records the whole machine (perf record -a -g, PERF_FREQ samples a
+# second, 499 unless set) while handoff runs,
 # into perf-N.data (perf report --sort comm,dso -i ... says which
 # processes the CPU went to).
 #
@@ -192,7 +193,7 @@ run_tool() { # tool rep -> prints seconds
       fi
       local perf=()
       if [ "${PERF:-0}" = 1 ]; then # the whole machine while handoff runs
-        perf=(perf record -a -g -F 499 -o "$OUT/perf-$tag.data" --)
+        perf=(perf record -a -g -F "${PERF_FREQ:-499}" -o "$OUT/perf-$tag.data" --)
       fi
       env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" "$hbin" "${extra[@]}" sync --manifest "$W/writers.yaml" \
         --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$tag.json" 2>"$OUT/$tool-$rep.log" || {
@@ -276,28 +277,43 @@ cpu_of() {
 # A sync on a canonical host starts with what the run before it left:
 # the hosts' walk hints (.handoff/walks, claim/speculate.go). Each handoff
 # variant keeps its own between repetitions, from an unmeasured warm-up
-# run; COLD=1 runs every repetition without one, as a first run.
-keep_walks() { # tool: save the walk hints the run left
-  rm -rf "$W/walks-$1"
+# run; COLD=1 runs every repetition without one, as a first run. At F=0
+# (the idle tick) a variant keeps its whole workspace (ledger, spool,
+# hints), since an idle tick changes nothing in it and a user's tick finds
+# it there; FRESH_WS=1 keeps only the hints, as at F>0, where the
+# handoffs must be new to the ledger. The copy goes onto the fresh
+# scratch file system before the `sync` that precedes each timed run.
+keep_ws() { [ "$F" = 0 ] && [ "${FRESH_WS:-0}" != 1 ] && [ "${COLD:-0}" != 1 ]; }
+keep_walks() { # tool: save the walk hints (at F=0, the workspace) the run left
+  rm -rf "$W/walks-$1" "$W/ws-$1"
+  if keep_ws; then
+    cp -a "$SCRATCH/ws" "$W/ws-$1"
+    return 0
+  fi
   [ -d "$SCRATCH/ws/.handoff/walks" ] && cp -a "$SCRATCH/ws/.handoff/walks" "$W/walks-$1"
   return 0
 }
-give_walks() { # tool: put the saved walk hints into the fresh workspace
+give_walks() { # tool: put the saved walk hints (or workspace) into the fresh scratch
   [ "${COLD:-0}" = 1 ] && return 0
+  if keep_ws && [ -d "$W/ws-$1" ]; then
+    rm -rf "$SCRATCH/ws"
+    cp -a "$W/ws-$1" "$SCRATCH/ws"
+    return 0
+  fi
   [ -d "$W/walks-$1" ] || return 0
   mkdir -p "$SCRATCH/ws/.handoff"
   cp -a "$W/walks-$1" "$SCRATCH/ws/.handoff/walks"
 }
 for tool in $TOOLS; do
   case $tool in handoff | handoff-*) ;; *) continue ;; esac
-  rm -rf "$W/walks-$tool"
+  rm -rf "$W/walks-$tool" "$W/ws-$tool"
   [ "${COLD:-0}" = 1 ] && continue
   "$HERE/restore.sh" -k "$K"
   fresh_scratch "$SCRATCH" 8G 600000
   mkdir -p "$SCRATCH/ws" "$DEST"
   run_tool "$tool" warmup >/dev/null || { echo "warm-up run of $tool failed" >&2; exit 1; }
   keep_walks "$tool"
-  echo "warm-up $tool: $(ls "$W/walks-$tool" 2>/dev/null | wc -l) walk hint(s) kept" >&2
+  echo "warm-up $tool: $(ls "$W/walks-$tool" "$W/ws-$tool/.handoff/walks" 2>/dev/null | grep -c json) walk hint(s) kept$(keep_ws && echo ", with its workspace")" >&2
 done
 
 CSV=$OUT/runs.csv
