@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -44,13 +45,31 @@ func inParallel(ctx context.Context, n, limit int, fn func(ctx context.Context, 
 // together: fis[i] and errs[i] are Lstat's answers for names[i]. It
 // returns an error only when ctx ended before every answer came.
 func lstatAll(ctx context.Context, fsys transport.FS, names ...string) (fis []transport.FileInfo, errs []error, err error) {
-	fis = make([]transport.FileInfo, len(names))
-	errs = make([]error, len(names))
-	err = inParallel(ctx, len(names), len(names), func(ctx context.Context, i int) error {
+	fis, errs = lstatEach(ctx, fsys, names)
+	return fis, errs, ctx.Err()
+}
+
+// lstatEach is LstatAll for fsys (transport.Batcher): its own, or one
+// Lstat for each name, all at once. A name ctx ended before asking gets
+// ctx's error.
+func lstatEach(ctx context.Context, fsys transport.FS, names []string) ([]transport.FileInfo, []error) {
+	if b, ok := fsys.(transport.Batcher); ok {
+		return b.LstatAll(ctx, names)
+	}
+	fis := make([]transport.FileInfo, len(names))
+	errs := make([]error, len(names))
+	asked := make([]bool, len(names))
+	inParallel(ctx, len(names), len(names), func(ctx context.Context, i int) error {
 		fis[i], errs[i] = fsys.Lstat(ctx, names[i])
+		asked[i] = true
 		return nil
 	})
-	return fis, errs, err
+	for i := range names {
+		if !asked[i] {
+			errs[i] = cmp.Or(ctx.Err(), context.Canceled)
+		}
+	}
+	return fis, errs
 }
 
 // lister lists directories for discovery with bounded memory.

@@ -115,6 +115,12 @@ func (o *openLimit) ReadFile(ctx context.Context, name string, limit int64) ([]b
 // LstatNoFollow is the underlying transport's (transport.LinkSafe).
 func (o *openLimit) LstatNoFollow() bool { return linkSafe(o.FS) }
 
+// LstatAll is the underlying transport's, if it has one
+// (transport.Batcher), else one Lstat each.
+func (o *openLimit) LstatAll(ctx context.Context, names []string) ([]transport.FileInfo, []error) {
+	return lstatEach(ctx, o.FS, names)
+}
+
 // RealPath is the underlying transport's, if it has one.
 func (o *openLimit) RealPath(ctx context.Context, name string) (string, error) {
 	if r, ok := o.FS.(transport.Resolver); ok {

@@ -141,6 +141,12 @@ type speculative struct {
 
 var errStopped = errors.New("discovery ended before this call was asked")
 
+// earlyCall is a call of the hint and its answer to come.
+type earlyCall struct {
+	c WalkCall
+	a *earlyAnswer
+}
+
 type earlyAnswer struct {
 	done    chan struct{}
 	fi      transport.FileInfo
@@ -158,18 +164,29 @@ func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit in
 	s := &speculative{FS: fsys, early: map[WalkCall]*earlyAnswer{}, seen: map[WalkCall]bool{}}
 	s.res = resolver(fsys)
 	ctx, s.cancel = context.WithCancel(ctx)
-	type early struct {
-		c WalkCall
-		a *earlyAnswer
-	}
-	var wave []early
+	var wave []earlyCall
 	for _, c := range hint {
 		if s.early[c] != nil || c.Op == WalkRealPath && s.res == nil {
 			continue
 		}
 		a := &earlyAnswer{done: make(chan struct{})}
 		s.early[c] = a
-		wave = append(wave, early{c, a})
+		wave = append(wave, earlyCall{c, a})
+	}
+	// Where the transport asks many LSTATs at once more cheaply than one
+	// each (transport.Batcher), those of the wave go as one batch.
+	if b, ok := fsys.(transport.Batcher); ok {
+		var lstats []earlyCall
+		rest := wave[:0:0]
+		for _, e := range wave {
+			if e.c.Op == WalkLstat {
+				lstats = append(lstats, e)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		wave = rest
+		s.wg.Go(func() { s.askBatch(ctx, b, lstats) })
 	}
 	// limit goroutines take the calls in the hint's order (the previous
 	// walk's, shallow before deep). A call is answered once: stopped
@@ -200,6 +217,43 @@ func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit in
 		})
 	}
 	return s
+}
+
+// askBatch asks the wave's LSTATs with one LstatAll. They are all started
+// at once, so the walk waits for their answers rather than asking again.
+func (s *speculative) askBatch(ctx context.Context, b transport.Batcher, wave []earlyCall) {
+	var names []string
+	var answers []*earlyAnswer
+	s.mu.Lock()
+	for _, e := range wave {
+		if s.stopped || e.a.claimed {
+			e.a.err = errStopped
+			close(e.a.done)
+			continue
+		}
+		e.a.started = true
+		names = append(names, e.c.Path)
+		answers = append(answers, e.a)
+	}
+	s.mu.Unlock()
+	if len(names) == 0 {
+		return
+	}
+	var fis []transport.FileInfo
+	var errs []error
+	if err := ctx.Err(); err == nil {
+		fis, errs = b.LstatAll(ctx, names)
+	} else {
+		errs = make([]error, len(names))
+		for i := range errs {
+			errs[i] = err
+		}
+		fis = make([]transport.FileInfo, len(names))
+	}
+	for i, a := range answers {
+		a.fi, a.err = fis[i], errs[i]
+		close(a.done)
+	}
 }
 
 func (s *speculative) ask(ctx context.Context, c WalkCall, a *earlyAnswer) {
@@ -266,6 +320,33 @@ func (s *speculative) Lstat(ctx context.Context, name string) (transport.FileInf
 	return s.FS.Lstat(ctx, name)
 }
 
+// LstatAll takes the early answer of each name that has one, and asks
+// about the others together (lstatEach).
+func (s *speculative) LstatAll(ctx context.Context, names []string) ([]transport.FileInfo, []error) {
+	fis := make([]transport.FileInfo, len(names))
+	errs := make([]error, len(names))
+	var rest []int
+	for i, name := range names {
+		if a := s.take(ctx, WalkCall{Op: WalkLstat, Path: name}); a != nil {
+			fis[i], errs[i] = a.fi, a.err
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	if len(rest) == 0 {
+		return fis, errs
+	}
+	ask := make([]string, len(rest))
+	for j, i := range rest {
+		ask[j] = names[i]
+	}
+	rf, re := lstatEach(ctx, s.FS, ask)
+	for j, i := range rest {
+		fis[i], errs[i] = rf[j], re[j]
+	}
+	return fis, errs
+}
+
 func (s *speculative) ReadDir(ctx context.Context, name string, maxEntries int) ([]transport.FileInfo, error) {
 	if a := s.take(ctx, WalkCall{Op: WalkReadDir, Path: name, N: maxEntries}); a != nil {
 		return a.ents, a.err
@@ -291,6 +372,7 @@ var (
 	_ transport.ContentReader = (*speculative)(nil)
 	_ transport.TailReader    = (*speculative)(nil)
 	_ transport.LinkSafe      = (*speculative)(nil)
+	_ transport.Batcher       = (*speculative)(nil)
 )
 
 // LstatNoFollow is the transport's (transport.LinkSafe).

@@ -168,6 +168,13 @@ type Resolver interface {
 	RealPath(ctx context.Context, name string) (string, error)
 }
 
+// Batcher is implemented by transports that can ask about many names at
+// once more cheaply than with one Lstat call each. LstatAll returns, for
+// each name, what Lstat would: a description or an error.
+type Batcher interface {
+	LstatAll(ctx context.Context, names []string) ([]FileInfo, []error)
+}
+
 // LinkSafe is implemented by transports that can vouch for their LSTAT:
 // where LstatNoFollow reports true, LSTAT never follows a symlink (it is
 // lstat(2) on the host, or OpenSSH's sftp-server). Its type is then to be

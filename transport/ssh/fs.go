@@ -48,6 +48,7 @@ type FS struct {
 	log   *slog.Logger
 	sftp  *sftp.Client
 	guard *listGuard
+	gw    *guardWriter // the guard's own requests (LstatAll) go out through it
 
 	client *ssh.Client // for keepalives; nil in tests that speak SFTP over a pipe
 	// closers tear the connection down, innermost first: the target's SSH
@@ -122,7 +123,7 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, limits
 		g.out = gw
 		g.mu.Unlock()
 	}
-	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, reader: gr, closers: closers, done: make(chan struct{}),
+	f := &FS{cfg: cfg, log: log, sftp: c, guard: g, gw: gw, reader: gr, closers: closers, done: make(chan struct{}),
 		closeSem: make(chan struct{}, maxPendingCloses), readRegular: newNameSet(maxReadRegular), handles: g.handles}
 	// Nothing else writes to the stream yet: ask for the server's limits
 	// now, and raise the bound when the answer comes.

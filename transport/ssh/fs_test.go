@@ -160,6 +160,9 @@ type fakeSFTP struct {
 	// handle, if set, is the handle every OPEN and OPENDIR gets (an honest
 	// server gives each open handle its own).
 	handle string
+	// hangUpAfter, if set, closes the connection on the request after
+	// that many LSTATs have been answered.
+	hangUpAfter int
 }
 
 // start serves f on one end of a pipe and returns an FS on the other.
@@ -206,6 +209,12 @@ func (fk *fakeSFTP) serve(c net.Conn) {
 		case 1: // INIT
 			out = append([]byte{2}, 0, 0, 0, 3)
 		case 7, 17, 8: // LSTAT, STAT, FSTAT
+			if typ == 7 && fk.hangUpAfter > 0 {
+				if fk.hangUpAfter == 1 {
+					return
+				}
+				fk.hangUpAfter--
+			}
 			size, mode := fk.attrs(typ)
 			out = attrs(u32([]byte{105}, id), size, mode)
 		case 3, 11: // OPEN, OPENDIR

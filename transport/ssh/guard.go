@@ -49,6 +49,7 @@ type listGuard struct {
 	listings map[string]*listing   // open directory handle → its listing
 	readdirs map[uint32]*listing   // READDIR id → listing, until the reply
 	swallow  map[uint32]bool       // CLOSE ids answered by the guard: the server's reply is dropped
+	lstats   map[uint32]lstatSlot  // the guard's own LSTAT ids (LstatAll), until the reply
 
 	early chan []byte // CLOSE replies the guard made up, for the reader to hand on
 
@@ -147,6 +148,7 @@ func newListGuard() *listGuard {
 		listings: make(map[string]*listing),
 		readdirs: make(map[uint32]*listing),
 		swallow:  make(map[uint32]bool),
+		lstats:   make(map[uint32]lstatSlot),
 		early:    make(chan []byte, maxEarlyCloses),
 		lastID:   limitsID,
 		aheadIDs: make(map[uint32]*listing),
@@ -458,6 +460,28 @@ func (w *guardWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// send writes frames of the guard's own now, from a caller that may wait
+// on the stream (not the reader): between two of pkg/sftp's requests, or,
+// if pkg/sftp is part way through writing one, with its next Write.
+func (w *guardWriter) send(frames []byte) error {
+	w.inject(frames)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	if w.hdrN != 0 {
+		return nil
+	}
+	if out := w.takePending(nil); len(out) > 0 {
+		if _, err := w.w.Write(out); err != nil {
+			w.err = err
+			return err
+		}
+	}
+	return nil
 }
 
 // inject queues frames of the guard's own. They go out with pkg/sftp's
@@ -866,6 +890,8 @@ func (r *guardReader) next() error {
 		case p = <-r.frames:
 		}
 		if p.err != nil {
+			// Nothing more will come: the guard's own LSTATs fail too.
+			r.g.endLstats(fmt.Errorf("%w: %w", errClosed, p.err))
 			return p.err
 		}
 		r.frame, r.off = p.frame, 0
@@ -884,7 +910,7 @@ func (r *guardReader) judge() bool {
 		return true // VERSION (no id), or too short for pkg/sftp to accept
 	}
 	id := binary.BigEndian.Uint32(body[1:5])
-	if r.g.swallowed(id) || r.g.limitsReply(body) {
+	if r.g.swallowed(id) || r.g.limitsReply(body) || r.g.lstatReply(body) {
 		return false
 	}
 	l, ahead, drop := r.g.aheadOf(id)
