@@ -301,11 +301,15 @@ type nfCalibration struct {
 	kex       int64 // half way through the server's key exchange reply
 	sftpStart int64 // half way through the SFTP server's version packet (Dial still running)
 	afterDial int64 // the reply to the first SFTP requests after the session is up (the root's lstat and opendir)
-	listing   int64 // the reply to the first directory read
-	midRead   int64 // half way through reading big.md
-	total     faultproxy.Stats
-	elapsed   time.Duration
-	chunks    int
+	// upAfterDial is what the client had sent when the SFTP version
+	// packet, which ends Dial, arrived: a byte more up is a request
+	// sent after Dial returned, whatever the timing of the replies.
+	upAfterDial int64
+	listing     int64 // the reply to the first directory read
+	midRead     int64 // half way through reading big.md
+	total       faultproxy.Stats
+	elapsed     time.Duration
+	chunks      int
 }
 
 // nfCalibrate runs a clean sync through a passive proxy and reads the phase
@@ -407,6 +411,7 @@ func nfCalibrate(t *testing.T, srv *sshdtest.Server) nfCalibration {
 		t.Fatalf("calibration: the replies before the first listing are not version, limits, lstat, opendir and realpaths: %+v", down[max(0, k-6):k+1])
 	}
 	cal.afterDial = start(down[a])
+	cal.upAfterDial = down[v].Up
 	cal.sftpStart = start(down[v]) + int64(down[v].N)/2
 
 	if bigRead, ok := fired[1]; ok {
@@ -648,12 +653,16 @@ func TestNetFault(t *testing.T) {
 			check:   nfNothingArchived,
 		},
 		{
-			// Logged in, SFTP started, then both directions stop before
-			// the first reply (the home directory): Dial's deadline is
-			// disarmed by now, so only the keepalive can notice.
+			// Logged in, SFTP started, then both directions stop as the
+			// first request after Dial goes up, before any reply to it:
+			// Dial's deadline is disarmed by now, so only the keepalive
+			// can notice. (Triggered by the bytes sent, not received: a
+			// byte offset down could fall inside the version packet in a
+			// run where sshd's own packets came in another order, and
+			// then Dial, not the keepalive, would see the stall.)
 			name: "stall-after-auth",
 			plan: func(*testing.T, *nfWorld) faultproxy.Plan {
-				return faultproxy.Plan{Faults: []faultproxy.Fault{faultproxy.StallAt(faultproxy.Both, faultproxy.Trigger{Down: cal.afterDial})}}
+				return faultproxy.Plan{Faults: []faultproxy.Fault{faultproxy.StallAt(faultproxy.Both, faultproxy.Trigger{Up: cal.upAfterDial + 1})}}
 			},
 			wantErr: nfErrKeepalive,
 			detect:  keepaliveBound,
