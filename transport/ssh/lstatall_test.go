@@ -85,7 +85,7 @@ func TestLstatAllAgreesWithLstat(t *testing.T) {
 func TestLstatAllStreamEnds(t *testing.T) {
 	t.Parallel()
 	fk := &fakeSFTP{
-		attrs: func(byte) (uint64, fs.FileMode) { return 0, fs.ModeDir | 0o700 },
+		attrs:       func(byte) (uint64, fs.FileMode) { return 0, fs.ModeDir | 0o700 },
 		hangUpAfter: 3,
 	}
 	f := fk.start(t)
