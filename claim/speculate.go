@@ -239,17 +239,7 @@ func (s *speculative) askBatch(ctx context.Context, b transport.Batcher, wave []
 	if len(names) == 0 {
 		return
 	}
-	var fis []transport.FileInfo
-	var errs []error
-	if err := ctx.Err(); err == nil {
-		fis, errs = b.LstatAll(ctx, names)
-	} else {
-		errs = make([]error, len(names))
-		for i := range errs {
-			errs[i] = err
-		}
-		fis = make([]transport.FileInfo, len(names))
-	}
+	fis, errs := b.LstatAll(ctx, names)
 	for i, a := range answers {
 		a.fi, a.err = fis[i], errs[i]
 		close(a.done)

@@ -31,11 +31,12 @@ const (
 // the replies come (under the guard's lock), and done, closed once every
 // name has its answer.
 type lstatBatch struct {
-	names []string
-	fis   []transport.FileInfo
-	errs  []error
-	left  int
-	done  chan struct{}
+	names    []string
+	fis      []transport.FileInfo
+	errs     []error
+	answered []bool
+	left     int
+	done     chan struct{}
 }
 
 // lstatSlot is the name of a batch an outstanding LSTAT asks about.
@@ -51,11 +52,12 @@ type lstatSlot struct {
 // discovery calls. Each result is what Lstat returns for that name.
 func (f *FS) LstatAll(ctx context.Context, names []string) ([]transport.FileInfo, []error) {
 	b := &lstatBatch{
-		names: names,
-		fis:   make([]transport.FileInfo, len(names)),
-		errs:  make([]error, len(names)),
-		left:  len(names),
-		done:  make(chan struct{}),
+		names:    names,
+		fis:      make([]transport.FileInfo, len(names)),
+		errs:     make([]error, len(names)),
+		answered: make([]bool, len(names)),
+		left:     len(names),
+		done:     make(chan struct{}),
 	}
 	if len(names) == 0 {
 		return b.fis, b.errs
@@ -96,15 +98,20 @@ func (g *listGuard) lstatFrames(b *lstatBatch) []byte {
 	return out
 }
 
-// endBatch gives err to every name of b still without an answer, and
-// forgets their requests: a reply that comes later is dropped.
+// endBatch gives err to every name of b still without an answer (asked
+// or not: the call may have failed before sending), and forgets their
+// requests: a reply that comes later is dropped.
 func (g *listGuard) endBatch(b *lstatBatch, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for id, s := range g.lstats {
 		if s.b == b {
 			delete(g.lstats, id)
-			b.answerLocked(s.i, transport.FileInfo{}, err)
+		}
+	}
+	for i, done := range b.answered {
+		if !done {
+			b.answerLocked(i, transport.FileInfo{}, err)
 		}
 	}
 }
@@ -142,6 +149,7 @@ func (b *lstatBatch) answerLocked(i int, fi transport.FileInfo, err error) {
 	} else {
 		b.fis[i] = fi
 	}
+	b.answered[i] = true
 	b.left--
 	if b.left == 0 {
 		close(b.done)

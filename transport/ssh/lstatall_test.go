@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -115,6 +116,32 @@ func TestLstatAllStreamEnds(t *testing.T) {
 	}
 	if failed == 0 {
 		t.Fatal("every name answered, though the server hung up")
+	}
+}
+
+// TestLstatAllFailsEveryName: a call that fails before its LSTATs go out
+// (its context already done, or the connection closed) gives every name
+// an error. Invariant: a name is never described as a file (the zero
+// FileInfo, a regular file) for want of an answer.
+func TestLstatAllFailsEveryName(t *testing.T) {
+	t.Parallel()
+	names := []string{"/inbox/a", "/inbox/b", "/inbox/c"}
+	fk := &fakeSFTP{attrs: func(byte) (uint64, fs.FileMode) { return 0, fs.ModeDir | 0o700 }}
+	f := fk.start(t)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	_, errs := f.LstatAll(ctx, names)
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a done context: %v, want context.Canceled", names[i], err)
+		}
+	}
+	f.Close()
+	_, errs = f.LstatAll(ctxT(t), names)
+	for i, err := range errs {
+		if !errors.Is(err, transport.ErrBroken) {
+			t.Errorf("%s on a closed connection: %v, want ErrBroken", names[i], err)
+		}
 	}
 }
 
