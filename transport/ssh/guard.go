@@ -72,13 +72,13 @@ type listGuard struct {
 	readySig chan struct{}
 }
 
-// readAhead is how many READDIRs the guard keeps in flight for a listing.
-// Two, sent as soon as the directory's handle arrives, mean that a
-// directory of up to one reply of entries is listed in two round trips
-// (OPENDIR; both READDIRs) instead of three, and a bigger one gets two
-// replies per round trip. Only for OpenSSH's own
-// sftp-server, which answers a session's requests one at a time and in
-// order; others list as before (newFS).
+// readAhead is how many READDIRs the guard sends at once for a listing
+// after a full reply: a big directory gets two replies per round trip.
+// The first READDIR goes out alone as soon as the directory's handle
+// arrives (a short reply ends the listing, see shortListing), so a small
+// directory is listed in two round trips (OPENDIR; READDIR) instead of
+// three. Only for OpenSSH's own sftp-server, which answers a session's
+// requests one at a time and in order; others list as before (newFS).
 const readAhead = 2
 
 // shortListing is one more than the entries OpenSSH's sftp-server puts in
