@@ -158,14 +158,14 @@ type discovery struct {
 	mu       sync.Mutex
 	listings map[string]*listing       // inbox path -> its listing (each inbox listed once)
 	indexes  map[string]*trackedResult // repository -> its git index (each read once)
-	gitStats map[string]*gitStat       // repository -> .git and .git/index, asked about with its inbox
+	repos    map[string]bool           // every repository with an inbox listed
 	// lastMemos is the previous run's git index memos by index path
 	// (read only).
 	lastMemos map[string]IndexMemo
 }
 
 func newDiscovery(fsys transport.FS, memos []IndexMemo) *discovery {
-	d := &discovery{l: newLister(fsys), listings: map[string]*listing{}, indexes: map[string]*trackedResult{}, gitStats: map[string]*gitStat{}, lastMemos: map[string]IndexMemo{}}
+	d := &discovery{l: newLister(fsys), listings: map[string]*listing{}, indexes: map[string]*trackedResult{}, repos: map[string]bool{}, lastMemos: map[string]IndexMemo{}}
 	for _, m := range memos {
 		d.lastMemos[m.Path] = m
 	}
@@ -174,8 +174,9 @@ func newDiscovery(fsys transport.FS, memos []IndexMemo) *discovery {
 
 // memos is the git index memos to keep for the next run, sorted by path:
 // one for each index this discovery read or found unchanged, and the
-// previous run's memo of each index it had no need to read but whose
-// lstat, taken with its inbox, still matches.
+// previous run's memo of the index of each repository it listed an inbox
+// of but had no need to read (no candidates). Such a memo is carried
+// unchecked: it is checked when a run next needs the index.
 func (d *discovery) memos() []IndexMemo {
 	if d == nil {
 		return nil
@@ -183,9 +184,12 @@ func (d *discovery) memos() []IndexMemo {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	keep := map[string]IndexMemo{}
-	for repo, gs := range d.gitStats {
+	for repo := range d.repos {
+		if d.indexes[repo] != nil {
+			continue
+		}
 		name := path.Join(repo, ".git", "index")
-		if m, ok := d.lastMemos[name]; ok && len(gs.fis) == 2 && gs.errs[1] == nil && m.matches(gs.fis[1]) {
+		if m, ok := d.lastMemos[name]; ok {
 			keep[name] = m
 		}
 	}
@@ -249,6 +253,7 @@ func (d *discovery) list(in *Inbox) {
 	}
 	li := &listing{state: StateOK}
 	d.listings[in.Path] = li
+	d.repos[in.Repo] = true
 	d.mu.Unlock()
 	d.spawn(func() error {
 		if err := listInbox(d.ctx, d.l, in.Path, li); err != nil {
@@ -267,10 +272,7 @@ func (d *discovery) list(in *Inbox) {
 		d.indexes[in.Repo] = tr
 		d.mu.Unlock()
 		d.spawn(func() error {
-			d.mu.Lock()
-			pre := d.gitStats[in.Repo]
-			d.mu.Unlock()
-			set, memo, err := readTracked(d.ctx, d.l.fsys, in.Repo, pre, d.l.indexBytes, d.lastMemos)
+			set, memo, err := readTracked(d.ctx, d.l.fsys, in.Repo, d.l.indexBytes, d.lastMemos)
 			d.mu.Lock()
 			tr.set, tr.memo, tr.err = set, memo, err
 			d.mu.Unlock()
@@ -542,11 +544,13 @@ func (w *walk) listed(dir string, key []string, ents []transport.FileInfo, err e
 }
 
 // leaf looks for inboxes in a directory at max_depth, below which the walk
-// does not go. Rather than list it (three round trips over SFTP: open,
-// read, read to the end; the close is not waited for) it asks about each
-// harness directory by name, all at once, and only where one exists about
-// the opt-out markers, the inbox, and .git with its index: one round trip
-// for a directory without a harness, two for a repository.
+// does not go. Rather than list it (two round trips over SFTP: open and
+// read; the close is not waited for) it asks about each harness directory
+// by name, all at once, and only where one exists about the opt-out
+// markers and the inbox: one round trip for a directory without a
+// harness, two for a repository. Its .git is asked about only once an
+// inbox has candidates (readTracked), so an idle tick asks nothing of git;
+// a walk hint that holds those questions has them asked in its first wave.
 func (w *walk) leaf(dir string, key []string) error {
 	if w.visited.Add(1) > MaxWalkDirs {
 		return w.tooMany()
@@ -576,14 +580,13 @@ func (w *walk) leaf(dir string, key []string) error {
 		return nil
 	}
 	// The directory's own opt-out marker, asked about with the harness
-	// directories' markers and inboxes; and .git with its index, which an
-	// inbox with candidates needs next (a round trip less before the
-	// index is read).
+	// directories' markers and inboxes.
 	ins := make([]*Inbox, len(present))
-	var own gitStat // the marker, .git, .git/index
+	var optErrs []error
+	var ownErr error
 	if err := inParallel(ctx, len(present)+1, len(present)+1, func(ctx context.Context, i int) error {
 		if i == len(present) {
-			own.fis, own.errs, own.err = lstatAll(ctx, fsys, path.Join(dir, OptOutMarker), path.Join(dir, ".git"), path.Join(dir, ".git", "index"))
+			_, optErrs, ownErr = lstatAll(ctx, fsys, path.Join(dir, OptOutMarker))
 		} else {
 			ins[i] = w.harnessInbox(ctx, dir, present[i])
 		}
@@ -591,14 +594,10 @@ func (w *walk) leaf(dir string, key []string) error {
 	}); err != nil {
 		return err
 	}
-	if own.err != nil {
-		return own.err
+	if ownErr != nil {
+		return ownErr
 	}
-	optErr := own.errs[0]
-	w.d.mu.Lock()
-	w.d.gitStats[dir] = &gitStat{fis: own.fis[1:], errs: own.errs[1:]}
-	w.d.mu.Unlock()
-	switch {
+	switch optErr := optErrs[0]; {
 	case optErr == nil:
 		return nil // opted out, with everything below
 	case errors.Is(optErr, transport.ErrNotExist):

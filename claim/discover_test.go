@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -404,36 +405,55 @@ func (c *callLog) count(s string) int {
 	return n
 }
 
-// TestDiscoverAsksGitWithInbox: in a repository at max_depth, .git and
-// .git/index are asked about with the inbox, before the inbox is listed,
-// and once: the index is read a round trip sooner than if they were asked
-// about after the listing.
-func TestDiscoverAsksGitWithInbox(t *testing.T) {
+// TestDiscoverAsksGitOnlyForCandidates: an idle tick asks nothing of a
+// repository's git, and leaves a walk hint without it; once the inbox
+// holds a candidate, .git and its index are asked about (files git tracks
+// are never taken) after the listing and once, and the hint that run
+// leaves holds them, so that the next run asks them in its first wave.
+func TestDiscoverAsksGitOnlyForCandidates(t *testing.T) {
 	t.Parallel()
 	root := tempRoot(t)
-	build(t, root, "w/r/.claude/memory-handoffs/x.md", "w/r/.git/HEAD")
-	cfg := baseConfig()
-	cfg.Roots = []claim.Root{{Path: filepath.Join(root, "w"), MaxDepth: 1}}
-	log := &callLog{FS: transport.NewLocal()}
-	ins := discover(t, log, cfg)
-	if len(ins) != 1 || ins[0].State != claim.StateOK || len(ins[0].Candidates) != 1 {
+	build(t, root, "w/r/.claude/memory-handoffs/", "w/r/.git/HEAD")
+	repo := filepath.Join(root, "w/r")
+	gitCalls := []claim.WalkCall{{Op: claim.WalkLstat, Path: repo + "/.git"}, {Op: claim.WalkLstat, Path: repo + "/.git/index"}}
+	run := func() ([]*claim.Inbox, *callLog, claim.Hint) {
+		t.Helper()
+		cfg := baseConfig()
+		cfg.Roots = []claim.Root{{Path: filepath.Join(root, "w"), MaxDepth: 1}}
+		var walked claim.Hint
+		cfg.Walked = func(h claim.Hint) { walked = h }
+		log := &callLog{FS: transport.NewLocal()}
+		return discover(t, log, cfg), log, walked
+	}
+
+	ins, log, hint := run()
+	if len(ins) != 1 || ins[0].State != claim.StateOK || len(ins[0].Candidates) != 0 {
+		t.Fatalf("idle: inboxes %+v, want one, empty", ins)
+	}
+	for _, c := range gitCalls {
+		if n := log.count("lstat " + c.Path); n != 0 {
+			t.Errorf("an idle walk asked about %s %d times, want never\n%s", c.Path, n, strings.Join(log.calls, "\n"))
+		}
+		if slices.Contains(hint.Calls, c) {
+			t.Errorf("an idle walk left a hint that asks about %s", c.Path)
+		}
+	}
+
+	build(t, root, "w/r/.claude/memory-handoffs/x.md")
+	ins, log, hint = run()
+	if len(ins) != 1 || len(ins[0].Candidates) != 1 {
 		t.Fatalf("inboxes %+v, want one with x.md", ins)
 	}
-	repo := filepath.Join(root, "w/r")
-	first := map[string]int{}
-	count := map[string]int{}
-	for i, c := range log.calls {
-		if _, ok := first[c]; !ok {
-			first[c] = i
+	listAt := slices.Index(log.calls, "readdir "+repo+"/.claude/memory-handoffs")
+	for _, c := range gitCalls {
+		if at := slices.Index(log.calls, "lstat "+c.Path); at < listAt {
+			t.Errorf("%s asked about at call %d, the inbox listed at %d: want it after the listing", c.Path, at, listAt)
 		}
-		count[c]++
+		if !slices.Contains(hint.Calls, c) {
+			t.Errorf("the walk that read the index left a hint without %s: %v", c.Path, hint.Calls)
+		}
 	}
-	gitAt, ok := first["lstat "+repo+"/.git"]
-	listAt, listed := first["readdir "+repo+"/.claude/memory-handoffs"]
-	if !ok || !listed || gitAt > listAt {
-		t.Errorf(".git asked about at call %d (found %v), the inbox listed at %d (found %v): want .git first\n%s", gitAt, ok, listAt, listed, strings.Join(log.calls, "\n"))
-	}
-	if n := count["lstat "+repo+"/.git"]; n != 1 {
+	if n := log.count("lstat " + repo + "/.git"); n != 1 {
 		t.Errorf(".git asked about %d times, want once", n)
 	}
 }

@@ -26,14 +26,6 @@ const (
 // errGitUnreadable marks an index that exists but cannot be read or decoded.
 var errGitUnreadable = errors.New("git index unreadable")
 
-// gitStat is what lstat said of a repository's .git and .git/index (err:
-// the transport broke).
-type gitStat struct {
-	fis  []transport.FileInfo
-	errs []error
-	err  error
-}
-
 // trackedSet holds the paths a repository's index tracks. A nil set means
 // nothing is tracked (no .git, or no index yet).
 type trackedSet map[string]bool
@@ -46,22 +38,18 @@ type trackedSet map[string]bool
 // budget bounds the index bytes held by concurrent calls: the index is
 // lstat'ed first and read only once its size is granted.
 //
-// pre, when not nil, holds lstats of .git and .git/index already taken
-// (discovery asks for them with the inbox). memos holds the previous
-// run's memos by index path: an index that matches its memo is checked by
+// memos holds the previous run's memos by index path: an index that matches its memo is checked by
 // its last 20 bytes instead of being read (gitmemo.go). The memo returned
 // is the one to keep for the next run (nil: none).
-func readTracked(ctx context.Context, fsys transport.FS, repo string, pre *gitStat, budget *semaphore.Weighted, memos map[string]IndexMemo) (trackedSet, *IndexMemo, error) {
+func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *semaphore.Weighted, memos map[string]IndexMemo) (trackedSet, *IndexMemo, error) {
 	dotgit := path.Join(repo, ".git")
 	// Most repositories have a .git directory: ask for its index along
 	// with .git itself, in the same round trip.
-	if pre == nil {
-		pre = &gitStat{}
-		if pre.fis, pre.errs, pre.err = lstatAll(ctx, fsys, dotgit, path.Join(dotgit, "index")); pre.err != nil {
-			return nil, nil, pre.err
-		}
+	fis, errs, err := lstatAll(ctx, fsys, dotgit, path.Join(dotgit, "index"))
+	if err != nil {
+		return nil, nil, err
 	}
-	fi, err, guess, guessErr := pre.fis[0], pre.errs[0], pre.fis[1], pre.errs[1]
+	fi, err, guess, guessErr := fis[0], errs[0], fis[1], errs[1]
 	if errors.Is(err, transport.ErrNotExist) {
 		return nil, nil, nil
 	}

@@ -127,9 +127,10 @@ func TestIndexMemo(t *testing.T) {
 	}
 }
 
-// TestIndexMemoKeptWhileIdle: a run whose inbox has nothing to take reads
-// no index, and keeps the memo of one whose lstat still matches, so that
-// the run after it, with a new handoff, reads only the tail.
+// TestIndexMemoKeptWhileIdle: a run whose inbox has nothing to take asks
+// nothing of git and keeps the index's memo, so that the run after it,
+// with a new handoff, reads only the tail; a memo kept so is checked
+// before it is trusted.
 func TestIndexMemoKeptWhileIdle(t *testing.T) {
 	t.Parallel()
 	git := gitCmd(t)
@@ -177,14 +178,29 @@ func TestIndexMemoKeptWhileIdle(t *testing.T) {
 		t.Errorf("after the idle run the index was read whole %d times and its tail %d; want 0 and 1", w, tl)
 	}
 
-	// An index git rewrote meanwhile is not carried over by an idle run.
+	// An idle run asks nothing of git, so it carries the memo of an index
+	// git rewrote meanwhile; the next run with a handoff finds the index
+	// changed and reads it whole rather than trust the memo.
 	if err := os.Remove(handoff); err != nil {
 		t.Fatal(err)
 	}
 	build(t, root, "code/r/other.txt")
 	git(repo, "add", ".")
-	if _, again := run(idle); len(again.Indexes) != 0 {
-		t.Errorf("an idle run kept %+v for an index that changed", again.Indexes)
+	_, again := run(idle)
+	if !slices.EqualFunc(again.Indexes, h.Indexes, memoEqual) {
+		t.Errorf("an idle run kept memos %+v, want the last run's %+v", again.Indexes, h.Indexes)
+	}
+	fsys.reads()
+	build(t, root, "code/r/.claude/memory-handoffs/new.md")
+	cands, next := run(again)
+	if !slices.Equal(cands, []string{"new.md"}) {
+		t.Errorf("after git add: candidates %q, want new.md", cands)
+	}
+	if w, _ := fsys.reads(); w != 1 {
+		t.Errorf("an index changed since its memo was read whole %d times, want once", w)
+	}
+	if len(next.Indexes) != 1 || next.Indexes[0].Size == h.Indexes[0].Size {
+		t.Errorf("after git add the memo is %+v, want one of the new index", next.Indexes)
 	}
 }
 
