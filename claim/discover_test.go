@@ -457,3 +457,55 @@ func TestDiscoverAsksGitOnlyForCandidates(t *testing.T) {
 		t.Errorf(".git asked about %d times, want once", n)
 	}
 }
+
+// batchFS takes LSTATs in batches (transport.Batcher) and vouches for its
+// LSTAT, as the SSH transport does against OpenSSH; it counts the LSTATs
+// asked one by one and the batches.
+type batchFS struct {
+	transport.FS
+	mu             sync.Mutex
+	single, batchN int
+}
+
+func (b *batchFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	b.mu.Lock()
+	b.single++
+	b.mu.Unlock()
+	return b.FS.Lstat(ctx, name)
+}
+
+func (b *batchFS) LstatAll(ctx context.Context, names []string) ([]transport.FileInfo, []error) {
+	b.mu.Lock()
+	b.batchN++
+	b.mu.Unlock()
+	fis := make([]transport.FileInfo, len(names))
+	errs := make([]error, len(names))
+	for i, n := range names {
+		fis[i], errs[i] = b.FS.Lstat(ctx, n)
+	}
+	return fis, errs
+}
+
+func (*batchFS) LstatNoFollow() bool { return true }
+
+// TestDiscoverBatchesLstats: over a transport that takes LSTATs in
+// batches, discovery asks them so, the inbox and its markers included;
+// only a discovery root is asked about alone.
+func TestDiscoverBatchesLstats(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	build(t, root, "w/g/r1/.claude/memory-handoffs/a.md", "w/g/r2/.codex/memory-handoffs/b.md", "w/g/r2/.claude/memory-handoffs/")
+	cfg := baseConfig()
+	cfg.Roots = []claim.Root{{Path: filepath.Join(root, "w"), MaxDepth: 2}}
+	fsys := &batchFS{FS: transport.NewLocal()}
+	ins := discover(t, fsys, cfg)
+	if len(ins) != 3 {
+		t.Fatalf("found %d inboxes, want 3", len(ins))
+	}
+	if fsys.single != 1 {
+		t.Errorf("%d LSTATs asked one by one, want 1 (the root)", fsys.single)
+	}
+	if fsys.batchN == 0 {
+		t.Error("no LSTAT asked in a batch")
+	}
+}

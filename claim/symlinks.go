@@ -1,10 +1,12 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -18,29 +20,33 @@ import (
 
 // lstatResolve asks about lnames (LSTAT) and resolves rnames (REALPATH,
 // where the transport can and its LSTAT needs checking) all at once, so
-// that they cost one round trip together. reals[i] is "" where rnames[i]
-// was not resolved. It returns an error only when ctx ended first.
+// that they cost one round trip together. The LSTATs go as one batch
+// where the transport takes them so (lstatEach); only the REALPATHs get a
+// goroutine each. reals[i] is "" where rnames[i] was not resolved. It
+// returns an error only when ctx ended first.
 func lstatResolve(ctx context.Context, fsys transport.FS, lnames, rnames []string) (fis []transport.FileInfo, errs []error, reals []string, err error) {
-	fis = make([]transport.FileInfo, len(lnames))
-	errs = make([]error, len(lnames))
 	reals = make([]string, len(rnames))
 	res := resolver(fsys)
 	if res == nil {
 		rnames = nil
 	}
-	n := len(lnames) + len(rnames)
-	err = inParallel(ctx, n, n, func(ctx context.Context, i int) error {
-		if i < len(lnames) {
-			fis[i], errs[i] = fsys.Lstat(ctx, lnames[i])
-			return nil
-		}
-		i -= len(lnames)
-		if real, err := res.RealPath(ctx, rnames[i]); err == nil && path.IsAbs(real) {
-			reals[i] = path.Clean(real)
-		}
-		return nil
-	})
-	return fis, errs, reals, err
+	var wg sync.WaitGroup
+	var resolveErr error
+	if len(rnames) > 0 {
+		wg.Go(func() {
+			resolveErr = inParallel(ctx, len(rnames), len(rnames), func(ctx context.Context, i int) error {
+				if real, err := res.RealPath(ctx, rnames[i]); err == nil && path.IsAbs(real) {
+					reals[i] = path.Clean(real)
+				}
+				return nil
+			})
+		})
+	}
+	if len(lnames) > 0 {
+		fis, errs = lstatEach(ctx, fsys, lnames)
+	}
+	wg.Wait()
+	return fis, errs, reals, cmp.Or(resolveErr, ctx.Err())
 }
 
 // resolver returns what checks fsys's LSTAT with REALPATH: nil where
