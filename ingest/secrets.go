@@ -18,18 +18,18 @@ import (
 var secretPatterns = []struct {
 	what    string
 	markers []string
-	re      *regexp.Regexp
+	re      func() *regexp.Regexp
 }{
-	{"a private key block", []string{" PRIVATE KEY"}, regexp.MustCompile(`-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----`)},
-	{"an AWS access key id", []string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
-	{"a GitHub token", []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`)},
-	{"a GitHub token", []string{"github_pat_"}, regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{50,}`)},
-	{"a Slack token", []string{"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"}, regexp.MustCompile(`\bxox[abprs]-[0-9]+-[0-9A-Za-z-]{10,}`)},
-	{"an Anthropic API key", []string{"sk-ant-"}, regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{32,}`)},
-	{"an OpenAI API key", []string{"sk-proj-", "sk-svcacct-", "sk-admin-"}, regexp.MustCompile(`\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`)},
-	{"an OpenAI API key", []string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9]{32,}\b`)},
-	{"a Google API key", []string{"AIza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
-	{"a Stripe live key", []string{"rk_live_", "sk_live_"}, regexp.MustCompile(`\b[rs]k_live_[0-9A-Za-z]{20,}`)},
+	{"a private key block", []string{" PRIVATE KEY"}, lazyRegexp(`-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----`)},
+	{"an AWS access key id", []string{"AKIA", "ASIA"}, lazyRegexp(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{"a GitHub token", []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, lazyRegexp(`\bgh[pousr]_[A-Za-z0-9]{36,}\b`)},
+	{"a GitHub token", []string{"github_pat_"}, lazyRegexp(`\bgithub_pat_[A-Za-z0-9_]{50,}`)},
+	{"a Slack token", []string{"xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"}, lazyRegexp(`\bxox[abprs]-[0-9]+-[0-9A-Za-z-]{10,}`)},
+	{"an Anthropic API key", []string{"sk-ant-"}, lazyRegexp(`\bsk-ant-[A-Za-z0-9_-]{32,}`)},
+	{"an OpenAI API key", []string{"sk-proj-", "sk-svcacct-", "sk-admin-"}, lazyRegexp(`\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}`)},
+	{"an OpenAI API key", []string{"sk-"}, lazyRegexp(`\bsk-[A-Za-z0-9]{32,}\b`)},
+	{"a Google API key", []string{"AIza"}, lazyRegexp(`\bAIza[0-9A-Za-z_-]{35}`)},
+	{"a Stripe live key", []string{"rk_live_", "sk_live_"}, lazyRegexp(`\b[rs]k_live_[0-9A-Za-z]{20,}`)},
 }
 
 // secretProblem reports the earliest secret-looking text in s. The message
@@ -37,10 +37,10 @@ var secretPatterns = []struct {
 func secretProblem(s string) *Problem {
 	at, what := -1, ""
 	for _, p := range secretPatterns {
-		if !hasMarker(s, p.markers, strings.HasPrefix(p.re.String(), `\b`)) {
+		if !hasMarker(s, p.markers, strings.HasPrefix(p.re().String(), `\b`)) {
 			continue
 		}
-		if loc := p.re.FindStringIndex(s); loc != nil && (at < 0 || loc[0] < at) {
+		if loc := p.re().FindStringIndex(s); loc != nil && (at < 0 || loc[0] < at) {
 			at, what = loc[0], p.what
 		}
 	}

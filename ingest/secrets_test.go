@@ -12,7 +12,7 @@ import (
 func secretProblemAll(s string) *Problem {
 	at, what := -1, ""
 	for _, p := range secretPatterns {
-		if loc := p.re.FindStringIndex(s); loc != nil && (at < 0 || loc[0] < at) {
+		if loc := p.re().FindStringIndex(s); loc != nil && (at < 0 || loc[0] < at) {
 			at, what = loc[0], p.what
 		}
 	}
