@@ -579,25 +579,27 @@ func (w *walk) leaf(dir string, key []string) error {
 	if len(present) == 0 {
 		return nil
 	}
-	// The directory's own opt-out marker, asked about with the harness
-	// directories' markers and inboxes.
+	// The directory's own opt-out marker and each harness directory's
+	// marker and inbox, in one batch.
 	ins := make([]*Inbox, len(present))
-	var optErrs []error
-	var ownErr error
-	if err := inParallel(ctx, len(present)+1, len(present)+1, func(ctx context.Context, i int) error {
-		if i == len(present) {
-			_, optErrs, ownErr = lstatAll(ctx, fsys, path.Join(dir, OptOutMarker))
-		} else {
-			ins[i] = w.harnessInbox(ctx, dir, present[i])
+	lnames := []string{path.Join(dir, OptOutMarker)}
+	var rnames []string
+	at := make([]int, len(present)) // where present[i]'s questions start; -1: none
+	for i, h := range present {
+		in, decided := harnessEntry(dir, h)
+		ins[i], at[i] = in, -1
+		if decided {
+			continue
 		}
-		return nil
-	}); err != nil {
+		at[i] = len(rnames)
+		l, r := harnessQuestions(in)
+		lnames, rnames = append(lnames, l...), append(rnames, r...)
+	}
+	fis, errs, reals, err := lstatResolve(ctx, fsys, lnames, rnames)
+	if err != nil {
 		return err
 	}
-	if ownErr != nil {
-		return ownErr
-	}
-	switch optErr := optErrs[0]; {
+	switch optErr := errs[0]; {
 	case optErr == nil:
 		return nil // opted out, with everything below
 	case errors.Is(optErr, transport.ErrNotExist):
@@ -605,6 +607,11 @@ func (w *walk) leaf(dir string, key []string) error {
 		return nil
 	default:
 		return fmt.Errorf("lstat %s: %w", path.Join(dir, OptOutMarker), optErr)
+	}
+	for i, a := range at {
+		if a >= 0 {
+			ins[i] = w.harnessJudge(ctx, ins[i], fis[1+2*a:3+2*a], errs[1+2*a:3+2*a], reals[a:a+1])
+		}
 	}
 	for i, in := range ins {
 		if in != nil {
@@ -626,22 +633,46 @@ func (w *walk) found1(depth int, key []string, in *Inbox) {
 // harnessInbox returns the inbox under a harness directory entry, or nil if
 // the harness directory holds none.
 func (w *walk) harnessInbox(ctx context.Context, repo string, harness transport.FileInfo) *Inbox {
-	p := path.Join(repo, harness.Name, InboxDir)
-	in := &Inbox{Path: p, Repo: repo, State: StateOK}
-	if harness.IsSymlink() {
-		in.State = StateSymlink
+	in, decided := harnessEntry(repo, harness)
+	if decided {
 		return in
-	}
-	if !harness.IsDir() {
-		return nil
 	}
 	// Both questions in one round trip: is there an opt-out marker, and
 	// what is the inbox; and where the inbox resolves.
-	fis, errs, reals, err := lstatResolve(ctx, w.d.l.fsys, []string{path.Join(repo, harness.Name, OptOutMarker), p}, []string{p})
+	lnames, rnames := harnessQuestions(in)
+	fis, errs, reals, err := lstatResolve(ctx, w.d.l.fsys, lnames, rnames)
 	if err != nil {
 		in.State, in.Err = StateError, err
 		return in
 	}
+	return w.harnessJudge(ctx, in, fis, errs, reals)
+}
+
+// harnessEntry is the inbox under a harness directory entry, and whether
+// the entry alone decides it: a symlink is refused, and anything else
+// but a directory holds no inbox (nil).
+func harnessEntry(repo string, harness transport.FileInfo) (in *Inbox, decided bool) {
+	in = &Inbox{Path: path.Join(repo, harness.Name, InboxDir), Repo: repo, State: StateOK}
+	switch {
+	case harness.IsSymlink():
+		in.State = StateSymlink
+		return in, true
+	case !harness.IsDir():
+		return nil, true
+	}
+	return in, false
+}
+
+// harnessQuestions is what harnessJudge needs to know of in: LSTAT of the
+// harness directory's opt-out marker and of the inbox, and where the
+// inbox resolves.
+func harnessQuestions(in *Inbox) (lnames, rnames []string) {
+	return []string{path.Join(path.Dir(in.Path), OptOutMarker), in.Path}, []string{in.Path}
+}
+
+// harnessJudge decides in from the answers to harnessQuestions, or
+// returns nil where there is no inbox.
+func (w *walk) harnessJudge(ctx context.Context, in *Inbox, fis []transport.FileInfo, errs []error, reals []string) *Inbox {
 	optErr, fi, err := errs[0], fis[1], errs[1]
 	switch {
 	case optErr == nil:
@@ -666,9 +697,9 @@ func (w *walk) harnessInbox(ctx context.Context, repo string, harness transport.
 		// max_depth), and the inbox was.
 		var want string
 		if w.rootReal != "" {
-			want = path.Join(w.rootReal, strings.TrimPrefix(p, w.root))
+			want = path.Join(w.rootReal, strings.TrimPrefix(in.Path, w.root))
 		}
-		via, err := symlinkedDir(ctx, w.d.l, reals[0], want, path.Join(repo, harness.Name), p)
+		via, err := symlinkedDir(ctx, w.d.l, reals[0], want, path.Dir(in.Path), in.Path)
 		switch {
 		case err != nil:
 			in.State, in.Err = StateError, err
