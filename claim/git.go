@@ -38,9 +38,10 @@ type trackedSet map[string]bool
 // budget bounds the index bytes held by concurrent calls: the index is
 // lstat'ed first and read only once its size is granted.
 //
-// memos holds the previous run's memos by index path: an index that matches its memo is checked by
-// its last 20 bytes instead of being read (gitmemo.go). The memo returned
-// is the one to keep for the next run (nil: none).
+// memos holds the previous run's memos by index path: an index that
+// matches its memo is checked by its last 20 bytes instead of being read
+// (gitmemo.go). The memo returned is the one to keep for the next run
+// (nil: none).
 func readTracked(ctx context.Context, fsys transport.FS, repo string, budget *semaphore.Weighted, memos map[string]IndexMemo) (trackedSet, *IndexMemo, error) {
 	dotgit := path.Join(repo, ".git")
 	// Most repositories have a .git directory: ask for its index along
