@@ -2,11 +2,14 @@ package claim
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -382,12 +385,21 @@ func (s *speculative) RealPath(ctx context.Context, name string) (string, error)
 
 // stop ends speculation: early calls not started yet are not asked, and
 // those under way are abandoned (their answers would go unused). It
-// returns the calls discovery made.
+// returns the calls discovery made, shallow before deep and then by path,
+// whatever order the concurrent walk asked them in: an unchanged tree
+// leaves the same hint, which is then not written again.
 func (s *speculative) stop() []WalkCall {
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	slices.SortFunc(s.asked, func(a, b WalkCall) int {
+		return cmp.Or(
+			cmp.Compare(strings.Count(a.Path, "/"), strings.Count(b.Path, "/")),
+			cmp.Compare(a.Path, b.Path),
+			cmp.Compare(a.Op, b.Op),
+			cmp.Compare(a.N, b.N))
+	})
 	return s.asked
 }

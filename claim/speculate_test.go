@@ -386,3 +386,64 @@ func TestSpeculativeWalkKeepsContentReader(t *testing.T) {
 		}
 	}
 }
+
+// jitterFS answers each LSTAT and listing after a delay of its own, so
+// that a concurrent walk asks and finishes its questions in another order
+// each time.
+type jitterFS struct {
+	transport.FS
+	n atomic.Int64
+}
+
+func (j *jitterFS) wait() {
+	time.Sleep(time.Duration(j.n.Add(7)%5) * 300 * time.Microsecond)
+}
+
+func (j *jitterFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	j.wait()
+	return j.FS.Lstat(ctx, name)
+}
+
+func (j *jitterFS) ReadDir(ctx context.Context, name string, max int) ([]transport.FileInfo, error) {
+	j.wait()
+	return j.FS.ReadDir(ctx, name, max)
+}
+
+// TestWalkHintStable: walks of an unchanged tree leave the same hint,
+// byte for byte, whatever order their answers came in, so that an idle
+// tick does not rewrite it; and the calls go shallow before deep.
+func TestWalkHintStable(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	var files []string
+	for i := range 12 {
+		files = append(files, fmt.Sprintf("w/g%d/r%d/.claude/memory-handoffs/", i%3, i), fmt.Sprintf("w/g%d/r%d/.codex/memory-handoffs/", i%3, i))
+	}
+	build(t, root, append(files, "declared/.claude/memory-handoffs/")...)
+	var first []byte
+	var hint []claim.WalkCall
+	for run := range 4 {
+		fsys := &jitterFS{FS: transport.NewLocal()}
+		fsys.n.Store(int64(run))
+		_, walked := walkWith(t, fsys, root, hint)
+		data, err := claim.MarshalHint(claim.Hint{Calls: walked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run == 0 {
+			first = data
+			for i := 1; i < len(walked); i++ {
+				if strings.Count(walked[i].Path, "/") < strings.Count(walked[i-1].Path, "/") {
+					t.Fatalf("call %d (%s) is shallower than the one before it (%s)", i, walked[i].Path, walked[i-1].Path)
+				}
+			}
+		} else if !slices.Equal(data, first) {
+			t.Fatalf("walk %d left another hint than the first (%d and %d bytes)", run, len(data), len(first))
+		}
+		if run%2 == 0 {
+			hint = walked // with and without a hint, alternately
+		} else {
+			hint = nil
+		}
+	}
+}
