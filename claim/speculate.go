@@ -137,8 +137,6 @@ type speculative struct {
 	seen    map[WalkCall]bool
 	taken   int // calls answered early
 	fresh   int // calls asked when the walk got to them
-	wg      sync.WaitGroup
-	cancel  context.CancelFunc // ends the early calls' context
 	stopped bool
 }
 
@@ -166,7 +164,11 @@ type earlyAnswer struct {
 func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit int) *speculative {
 	s := &speculative{FS: fsys, early: map[WalkCall]*earlyAnswer{}, seen: map[WalkCall]bool{}}
 	s.res = resolver(fsys)
-	ctx, s.cancel = context.WithCancel(ctx)
+	// An early call under way when discovery ends is left to finish on
+	// its own and its answer dropped, never cancelled: over SSH a call
+	// whose context ends closes the connection, which the pull after
+	// discovery needs. Calls not started by then are not asked (stop).
+	askCtx := context.WithoutCancel(ctx)
 	var wave []earlyCall
 	for _, c := range hint {
 		if s.early[c] != nil || c.Op == WalkRealPath && s.res == nil {
@@ -189,14 +191,14 @@ func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit in
 			}
 		}
 		wave = rest
-		s.wg.Go(func() { s.askBatch(ctx, b, lstats) })
+		go s.askBatch(askCtx, b, lstats)
 	}
 	// limit goroutines take the calls in the hint's order (the previous
 	// walk's, shallow before deep). A call is answered once: stopped
 	// or its context done, with an error.
 	var next atomic.Int64
 	for range min(limit, len(wave)) {
-		s.wg.Go(func() {
+		go func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(wave) {
@@ -213,11 +215,11 @@ func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit in
 				case ctx.Err() != nil:
 					a.err = ctx.Err()
 				default:
-					s.ask(ctx, c, a)
+					s.ask(askCtx, c, a)
 				}
 				close(a.done)
 			}
-		})
+		}()
 	}
 	return s
 }
@@ -384,16 +386,15 @@ func (s *speculative) RealPath(ctx context.Context, name string) (string, error)
 }
 
 // stop ends speculation: early calls not started yet are not asked, and
-// those under way are abandoned (their answers would go unused). It
-// returns the calls discovery made, shallow before deep and then by path,
-// whatever order the concurrent walk asked them in: an unchanged tree
-// leaves the same hint, which is then not written again.
+// those under way are abandoned, neither cancelled nor waited for (their
+// answers would go unused). It returns the calls discovery made, shallow
+// before deep and then by path, whatever order the concurrent walk asked
+// them in: an unchanged tree leaves the same hint, which is then not
+// written again.
 func (s *speculative) stop() []WalkCall {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.stopped = true
-	s.mu.Unlock()
-	s.cancel()
-	s.wg.Wait()
 	slices.SortFunc(s.asked, func(a, b WalkCall) int {
 		return cmp.Or(
 			cmp.Compare(strings.Count(a.Path, "/"), strings.Count(b.Path, "/")),

@@ -447,3 +447,47 @@ func TestWalkHintStable(t *testing.T) {
 		}
 	}
 }
+
+// holdingFS holds an lstat of hold until release is closed, and records
+// whether the call's context ended meanwhile.
+type holdingFS struct {
+	countingFS
+	hold     string
+	release  chan struct{}
+	canceled atomic.Bool
+}
+
+func (h *holdingFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	if name == h.hold {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			h.canceled.Store(true)
+			return transport.FileInfo{}, ctx.Err()
+		}
+	}
+	return h.countingFS.Lstat(ctx, name)
+}
+
+// TestEarlyCallOutlivesDiscovery: an early call nobody needs that is
+// still under way when discovery ends is abandoned, not cancelled. Over
+// SSH a call whose context ends closes the connection, and the pull after
+// discovery needs it. Invariant: a stale hint cannot make a host's pull
+// fail.
+func TestEarlyCallOutlivesDiscovery(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	build(t, root, "w/g1/r1/.claude/memory-handoffs/a.md", "declared/.claude/memory-handoffs/")
+	want, hint := walkWith(t, &countingFS{FS: transport.NewLocal()}, root, nil)
+	stale := path.Join(root, "w/gone")
+	hint = append([]claim.WalkCall{{Op: claim.WalkLstat, Path: stale}}, hint...)
+	fsys := &holdingFS{countingFS: countingFS{FS: transport.NewLocal()}, hold: stale, release: make(chan struct{})}
+	defer close(fsys.release)
+	got, _ := walkWith(t, fsys, root, hint)
+	if !slices.Equal(got, want) {
+		t.Fatalf("found %q, want %q", got, want)
+	}
+	if fsys.canceled.Load() {
+		t.Error("discovery's end canceled an early call still under way")
+	}
+}
