@@ -310,24 +310,33 @@ func rm(t *testing.T, root, rel string) {
 	}
 }
 
-// hangingFS never answers an lstat of hang, until its context ends.
-type hangingFS struct {
+// holdingFS holds an lstat of hold until release is closed, and records
+// whether the call's context ended meanwhile.
+type holdingFS struct {
 	countingFS
-	hang string
+	hold     string
+	release  chan struct{}
+	canceled atomic.Bool
 }
 
-func (h *hangingFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
-	if name == h.hang {
-		<-ctx.Done()
-		return transport.FileInfo{}, ctx.Err()
+func (h *holdingFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
+	if name == h.hold {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			h.canceled.Store(true)
+			return transport.FileInfo{}, ctx.Err()
+		}
 	}
 	return h.countingFS.Lstat(ctx, name)
 }
 
 // TestSpeculativeWalkDoesNotWaitForUnusedAnswers: an early call the walk
 // never needs (a path of the last run's tree gone since) on a server that
-// never answers it does not hold discovery up once the walk is done.
-// Invariant: a hint cannot make a run hang.
+// does not answer it does not hold discovery up once the walk is done,
+// and is abandoned, not cancelled: over SSH a call whose context ends
+// closes the connection, which the pull after discovery needs.
+// Invariants: a hint cannot make a run hang, nor a host's pull fail.
 func TestSpeculativeWalkDoesNotWaitForUnusedAnswers(t *testing.T) {
 	t.Parallel()
 	root := tempRoot(t)
@@ -335,9 +344,11 @@ func TestSpeculativeWalkDoesNotWaitForUnusedAnswers(t *testing.T) {
 	want, hint := walkWith(t, &countingFS{FS: transport.NewLocal()}, root, nil)
 	stale := path.Join(root, "w/gone")
 	hint = append([]claim.WalkCall{{Op: claim.WalkLstat, Path: stale}}, hint...)
+	fsys := &holdingFS{countingFS: countingFS{FS: transport.NewLocal()}, hold: stale, release: make(chan struct{})}
+	defer close(fsys.release)
 	done := make(chan []string, 1)
 	go func() {
-		got, _ := walkWith(t, &hangingFS{countingFS: countingFS{FS: transport.NewLocal()}, hang: stale}, root, hint)
+		got, _ := walkWith(t, fsys, root, hint)
 		done <- got
 	}()
 	select {
@@ -347,6 +358,9 @@ func TestSpeculativeWalkDoesNotWaitForUnusedAnswers(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("discovery waited for an early answer nobody needed")
+	}
+	if fsys.canceled.Load() {
+		t.Error("discovery's end canceled an early call still under way")
 	}
 }
 
@@ -445,49 +459,5 @@ func TestWalkHintStable(t *testing.T) {
 		} else {
 			hint = nil
 		}
-	}
-}
-
-// holdingFS holds an lstat of hold until release is closed, and records
-// whether the call's context ended meanwhile.
-type holdingFS struct {
-	countingFS
-	hold     string
-	release  chan struct{}
-	canceled atomic.Bool
-}
-
-func (h *holdingFS) Lstat(ctx context.Context, name string) (transport.FileInfo, error) {
-	if name == h.hold {
-		select {
-		case <-h.release:
-		case <-ctx.Done():
-			h.canceled.Store(true)
-			return transport.FileInfo{}, ctx.Err()
-		}
-	}
-	return h.countingFS.Lstat(ctx, name)
-}
-
-// TestEarlyCallOutlivesDiscovery: an early call nobody needs that is
-// still under way when discovery ends is abandoned, not cancelled. Over
-// SSH a call whose context ends closes the connection, and the pull after
-// discovery needs it. Invariant: a stale hint cannot make a host's pull
-// fail.
-func TestEarlyCallOutlivesDiscovery(t *testing.T) {
-	t.Parallel()
-	root := tempRoot(t)
-	build(t, root, "w/g1/r1/.claude/memory-handoffs/a.md", "declared/.claude/memory-handoffs/")
-	want, hint := walkWith(t, &countingFS{FS: transport.NewLocal()}, root, nil)
-	stale := path.Join(root, "w/gone")
-	hint = append([]claim.WalkCall{{Op: claim.WalkLstat, Path: stale}}, hint...)
-	fsys := &holdingFS{countingFS: countingFS{FS: transport.NewLocal()}, hold: stale, release: make(chan struct{})}
-	defer close(fsys.release)
-	got, _ := walkWith(t, fsys, root, hint)
-	if !slices.Equal(got, want) {
-		t.Fatalf("found %q, want %q", got, want)
-	}
-	if fsys.canceled.Load() {
-		t.Error("discovery's end canceled an early call still under way")
 	}
 }
