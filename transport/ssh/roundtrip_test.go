@@ -419,10 +419,12 @@ func TestReadFileRoundTrips(t *testing.T) {
 	}
 }
 
-// TestReadDirRoundTrips: a listing waits for three round trips (OPENDIR,
-// READDIR, READDIR to the end), not for the answer to its CLOSE, which the
-// guard gives at once; the server's own answer, when it comes, is dropped
-// and the session goes on (a second listing and a read still work).
+// TestReadDirRoundTrips: a listing waits for two round trips on OpenSSH's
+// sftp-server (OPENDIR, one READDIR whose short reply ends it) and three
+// elsewhere (a READDIR more to the end), not for the answer to its CLOSE,
+// which the guard gives at once; the server's own answer, when it comes,
+// is dropped and the session goes on (a second listing and a read still
+// work).
 func TestReadDirRoundTrips(t *testing.T) {
 	t.Parallel()
 	for _, srv := range servers {
