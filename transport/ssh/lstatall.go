@@ -8,7 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"time"
+
+	"github.com/pkg/sftp"
 
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -201,70 +202,38 @@ func parseAttrs(b []byte, name string) (transport.FileInfo, error) {
 	if !ok {
 		return transport.FileInfo{}, malformed
 	}
-	fi := transport.FileInfo{Name: path.Base(name)}
+	// The fields pkg/sftp's Lstat reads, turned into a mode and a time by
+	// its own FileStat, so that both ways give the same FileInfo.
+	var st sftp.FileStat
 	if flags&attrSize != 0 {
 		if len(b) < 8 {
 			return transport.FileInfo{}, malformed
 		}
-		fi.Size = int64(binary.BigEndian.Uint64(b))
+		st.Size = binary.BigEndian.Uint64(b)
 		b = b[8:]
 	}
 	if flags&attrUIDGID != 0 {
-		if _, ok := u32(); !ok {
+		if st.UID, ok = u32(); !ok {
 			return transport.FileInfo{}, malformed
 		}
-		if _, ok := u32(); !ok {
+		if st.GID, ok = u32(); !ok {
 			return transport.FileInfo{}, malformed
 		}
 	}
-	var perms uint32
 	if flags&attrPerms != 0 {
-		if perms, ok = u32(); !ok {
+		if st.Mode, ok = u32(); !ok {
 			return transport.FileInfo{}, malformed
 		}
 	}
-	fi.Mode = fileMode(perms)
-	var mtime uint32
 	if flags&attrACModTim != 0 {
-		if _, ok := u32(); !ok {
+		if st.Atime, ok = u32(); !ok {
 			return transport.FileInfo{}, malformed
 		}
-		if mtime, ok = u32(); !ok {
+		if st.Mtime, ok = u32(); !ok {
 			return transport.FileInfo{}, malformed
 		}
 	}
-	fi.ModTime = time.Unix(int64(mtime), 0)
-	return fi, nil
-}
-
-// fileMode turns SFTP permissions (POSIX st_mode) into an fs.FileMode, as
-// pkg/sftp does.
-func fileMode(m uint32) fs.FileMode {
-	fm := fs.FileMode(m & 0o777)
-	switch m & 0o170000 {
-	case 0o060000:
-		fm |= fs.ModeDevice
-	case 0o020000:
-		fm |= fs.ModeDevice | fs.ModeCharDevice
-	case 0o040000:
-		fm |= fs.ModeDir
-	case 0o010000:
-		fm |= fs.ModeNamedPipe
-	case 0o120000:
-		fm |= fs.ModeSymlink
-	case 0o140000:
-		fm |= fs.ModeSocket
-	}
-	if m&0o4000 != 0 {
-		fm |= fs.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		fm |= fs.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		fm |= fs.ModeSticky
-	}
-	return fm
+	return transport.FileInfo{Name: path.Base(name), Size: int64(st.Size), Mode: st.FileMode(), ModTime: st.ModTime()}, nil
 }
 
 // statusName names a status code as pkg/sftp's errors do, so that an
