@@ -33,3 +33,32 @@ func BenchmarkMarkArchived(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordSources: one stored batch of a pull (256 sources) recorded
+// in one transaction, into a ledger that already holds 8,000.
+func BenchmarkRecordSources(b *testing.B) {
+	ctx := context.Background()
+	l, err := Open(filepath.Join(b.TempDir(), "ledger.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	batch := func(run, n int) []claim.Source {
+		out := make([]claim.Source, n)
+		for i := range out {
+			name := fmt.Sprintf("r%06d-%04d.md", run, i)
+			out[i] = claim.Source{Host: "laptop", Inbox: fmt.Sprintf("/r/repo%d/.claude/memory-handoffs", i%100), Name: name, SHA256: qSum(name), Size: 1, ArchivedAs: "processed/" + name}
+		}
+		return out
+	}
+	if _, err := l.RecordSources(ctx, "run", batch(0, 8000)); err != nil {
+		b.Fatal(err)
+	}
+	run := 0
+	for b.Loop() {
+		run++
+		if _, err := l.RecordSources(ctx, "run", batch(run, 256)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

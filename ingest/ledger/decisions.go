@@ -111,12 +111,12 @@ type Decision struct {
 // (FinishAll); without one (a reject), the decision is done at once. It
 // sets d.ID, d.PlanID, and p's ID and Replans.
 func (l *Ledger) StartDecision(ctx context.Context, d *Decision, p *Plan, edited *claim.Source) error {
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, err := l.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := waiting(ctx, tx, d.SHA256); err != nil {
+	if err := waiting(ctx, tx.Tx, d.SHA256); err != nil {
 		return err
 	}
 	at := now()
@@ -273,7 +273,7 @@ func (l *Ledger) DraftsToRemove(ctx context.Context) ([]Decision, error) {
 // DraftRemoved records that a decision's draft is gone (or was left in
 // place on purpose).
 func (l *Ledger) DraftRemoved(ctx context.Context, id int64) error {
-	_, err := l.db.ExecContext(ctx, `UPDATE decisions SET draft_removed = 1 WHERE id = ?`, id)
+	_, err := l.exec(ctx, `UPDATE decisions SET draft_removed = 1 WHERE id = ?`, id)
 	return err
 }
 

@@ -17,10 +17,12 @@ import (
 // Ledger is the ingester's SQLite database: every stored source, every
 // distinct handoff and what became of it, every plan, every run. It runs in
 // WAL mode with synchronous=FULL, so a committed transaction survives power
-// loss. Several processes may write (pull workers record sources); writes
-// take the lock up front and wait up to busyTimeout for each other.
+// loss. A process's writers take turns (writeTurn), and each takes
+// SQLite's write lock up front; they wait up to busyTimeout for each
+// other.
 type Ledger struct {
-	db *sql.DB
+	db   *sql.DB
+	turn writeTurn // nil in a View, which never writes
 }
 
 var _ claim.Recorder = (*Ledger)(nil)
@@ -123,7 +125,7 @@ func Open(path string) (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
 	}
-	l := &Ledger{db: db}
+	l := &Ledger{db: db, turn: make(writeTurn, 1)}
 	if err := l.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: %s: %w", path, err)
@@ -149,7 +151,7 @@ func (l *Ledger) migrate() error {
 	if current == len(migrations) {
 		return nil
 	}
-	tx, err := l.db.Begin()
+	tx, err := l.begin(context.Background())
 	if err != nil {
 		return err
 	}
@@ -188,52 +190,76 @@ func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // RecordSources records stored sources in one transaction.
 func (l *Ledger) RecordSources(ctx context.Context, runID string, srcs []claim.Source) (int, error) {
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO sources
-		(sha256, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return 0, err
-	}
-	defer stmt.Close()
-	added := 0
-	at := now()
-	for _, s := range srcs {
-		res, err := stmt.ExecContext(ctx, s.SHA256, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
-		if err != nil {
-			return 0, err
-		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			added++
-		}
-	}
-	return added, tx.Commit()
+	w := &Write{Record: srcs}
+	err := l.Apply(ctx, runID, []*Write{w})
+	return w.Added, err
 }
 
 // MarkArchived records that sources were renamed on their hosts.
 func (l *Ledger) MarkArchived(ctx context.Context, srcs []claim.Source) error {
-	tx, err := l.db.BeginTx(ctx, nil)
+	return l.Apply(ctx, "", []*Write{{Archived: srcs}})
+}
+
+// Write is one caller's share of a commit made with Apply: sources now in
+// the spool, to record, and recorded sources renamed on their hosts.
+type Write struct {
+	Record   []claim.Source
+	Archived []claim.Source
+	Added    int // set by Apply: how many of Record were new
+}
+
+// Apply makes many writes in one transaction, so that they share one
+// commit (and one fsync): the pulls of all hosts record their batches
+// together. Recording a source already recorded is a no-op. runID is the
+// run that stored the sources. On an error nothing is written.
+func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
+	tx, err := l.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	// Prepared once: a batch is up to 256 sources, and parsing the
-	// statement for each was most of the cost.
-	stmt, err := tx.PrepareContext(ctx, `UPDATE sources SET acked = 1, archived_as = ?
-		WHERE host = ? AND inbox = ? AND name = ? AND sha256 = ?`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, s := range srcs {
-		if _, err := stmt.ExecContext(ctx, s.ArchivedAs, s.Host, s.Inbox, s.Name, s.SHA256); err != nil {
-			return err
+	// Prepared once a transaction: a batch is up to 256 sources, and
+	// parsing the statement for each was most of the cost.
+	var record, archived *sql.Stmt
+	at := now()
+	for _, w := range ws {
+		w.Added = 0
+		if len(w.Record) > 0 && record == nil {
+			if record, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO sources
+				(sha256, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+				return err
+			}
+			defer record.Close()
+		}
+		for _, s := range w.Record {
+			res, err := record.ExecContext(ctx, s.SHA256, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n > 0 {
+				w.Added++
+			}
+		}
+		if len(w.Archived) > 0 && archived == nil {
+			if archived, err = tx.PrepareContext(ctx, `UPDATE sources SET acked = 1, archived_as = ?
+				WHERE host = ? AND inbox = ? AND name = ? AND sha256 = ?`); err != nil {
+				return err
+			}
+			defer archived.Close()
+		}
+		for _, s := range w.Archived {
+			if _, err := archived.ExecContext(ctx, s.ArchivedAs, s.Host, s.Inbox, s.Name, s.SHA256); err != nil {
+				return err
+			}
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		for _, w := range ws {
+			w.Added = 0
+		}
+		return err
+	}
+	return nil
 }
 
 // Unarchived returns a host's stored sources whose archive is not
@@ -354,7 +380,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 	if len(fs) == 0 {
 		return nil
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, err := l.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -371,7 +397,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 	var decided map[int64]int64
 	for _, f := range fs {
 		if f.PlanID != 0 {
-			if decided, err = startedDecisions(ctx, tx); err != nil {
+			if decided, err = startedDecisions(ctx, tx.Tx); err != nil {
 				return err
 			}
 			break
@@ -383,7 +409,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		mine = mine && f.PlanID != 0
 		if mine {
 			// The source's and the handoff's rows are the decision's.
-			if err := finishDecided(ctx, tx, d, f, runID, at); err != nil {
+			if err := finishDecided(ctx, tx.Tx, d, f, runID, at); err != nil {
 				return err
 			}
 		} else if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
@@ -439,7 +465,7 @@ type Plan struct {
 
 // InsertPlans records plans in one transaction and sets their ids.
 func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) error {
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, err := l.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -471,7 +497,7 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 }
 
 func (l *Ledger) UpdatePlan(ctx context.Context, p *Plan) error {
-	_, err := l.db.ExecContext(ctx, `UPDATE plans SET before_sha256 = ?, after_sha256 = ?, backup = ?, replans = ? WHERE id = ?`,
+	_, err := l.exec(ctx, `UPDATE plans SET before_sha256 = ?, after_sha256 = ?, backup = ?, replans = ? WHERE id = ?`,
 		p.Before, p.After, p.Backup, p.Replans, p.ID)
 	return err
 }
@@ -503,20 +529,20 @@ func (l *Ledger) InterruptedPlans(ctx context.Context) (int, error) {
 
 // RecordReject remembers a rejected file so that `handoff where` finds it.
 func (l *Ledger) RecordReject(ctx context.Context, runID string, it claim.Item, host string) error {
-	_, err := l.db.ExecContext(ctx, `INSERT INTO rejects (run_id, host, inbox, name, size, reason, archived_as, at)
+	_, err := l.exec(ctx, `INSERT INTO rejects (run_id, host, inbox, name, size, reason, archived_as, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, runID, host, it.Inbox, it.Name, it.Size, it.Reason, it.ArchivedAs, now())
 	return err
 }
 
 // StartRun and FinishRun keep the runs table.
 func (l *Ledger) StartRun(ctx context.Context, runID, mode string) error {
-	_, err := l.db.ExecContext(ctx, `INSERT INTO runs (run_id, started_at, mode) VALUES (?, ?, ?)`, runID, now(), mode)
+	_, err := l.exec(ctx, `INSERT INTO runs (run_id, started_at, mode) VALUES (?, ?, ?)`, runID, now(), mode)
 	return err
 }
 
 // FinishRun records a run's Outcome and receipt path.
 func (l *Ledger) FinishRun(ctx context.Context, runID, Outcome, status, receipt string) error {
-	_, err := l.db.ExecContext(ctx, `UPDATE runs SET finished_at = ?, Outcome = ?, status = ?, receipt = ? WHERE run_id = ?`,
+	_, err := l.exec(ctx, `UPDATE runs SET finished_at = ?, Outcome = ?, status = ?, receipt = ? WHERE run_id = ?`,
 		now(), Outcome, status, receipt, runID)
 	return err
 }

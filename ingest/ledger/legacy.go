@@ -18,7 +18,7 @@ import (
 // is. It returns which of srcs were recorded.
 func (l *Ledger) RecordLegacy(ctx context.Context, runID string, srcs []claim.Source) ([]bool, error) {
 	recorded := make([]bool, len(srcs))
-	tx, err := l.db.BeginTx(ctx, nil)
+	tx, err := l.begin(ctx)
 	if err != nil {
 		return nil, err
 	}
