@@ -160,9 +160,11 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	var reports []claim.HostReport
 	var sessions []*session
 	pulled := make(chan struct{})
+	st.records = startRecordQueue(st.led, r.RunID, log)
 	go func() {
 		defer close(pulled)
 		reports, sessions = pullAll(ctx, hosts, pullOpts, st, r.RunID, log)
+		st.records.stop()
 	}()
 	entries, ingErr := ingestWhilePulling(ctx, ing, stored, pulled)
 	<-pulled
@@ -326,7 +328,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}, nil
 	}
 	hint := loadWalkHint(walkHintFile(st.walksDir, h.Name), !opts.DryRun, log)
-	rep := pullWith(pullCtx, fsys, h, st.spool, st.led, runID, opts.DryRun, opts.Now, hint, log)
+	rep := pullWith(pullCtx, fsys, h, st.spool, st.records.recorder(h.Name), runID, opts.DryRun, opts.Now, hint, log)
 	if h.Mirror == nil || rep.Outcome == claim.OutcomeError {
 		fsys.Close()
 		return rep, nil
@@ -383,6 +385,7 @@ func nonNil(s []string) []string {
 // let a worker process open the same ledger and spool.
 type state struct {
 	led        *ledger.Ledger
+	records    *recordQueue // the run's one writer of its pulls' records
 	spool      spool.Store
 	ledgerPath string
 	spoolDir   string

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -16,7 +18,6 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
-	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
@@ -35,7 +36,6 @@ const (
 // WorkerJob is what the parent sends a worker on stdin.
 type WorkerJob struct {
 	Host      manifest.HostConfig `json:"host"`
-	Ledger    string              `json:"ledger"`
 	Spool     string              `json:"spool"`
 	BaseSpool string              `json:"base_spool,omitempty"`
 	RunID     string              `json:"run_id"`
@@ -48,18 +48,20 @@ type WorkerJob struct {
 }
 
 // ServeWorker runs one host's pull as a worker: it reads a WorkerJob from r,
-// opens the ledger and spool, dials the host, pulls, and writes the
-// claim.HostReport as JSON to w. For a job with Mirror, it then reads a
-// PublishJob from r and writes the mirror.Result, over the same
-// connection. Logs go to log (the parent relays them).
-func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger) error {
+// opens the spool, dials the host, pulls, recording what it stores and
+// archives through records (the run's records connection, recordconn.go),
+// and writes the claim.HostReport as JSON to w. For a job with Mirror, it
+// then reads a PublishJob from r and writes the mirror.Result, over the
+// same connection. Logs go to log (the parent relays them).
+func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, records net.Conn, log *slog.Logger) error {
+	defer records.Close()
 	var job WorkerJob
 	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("worker: read job: %w", err)
 	}
-	rep, fsys := pullJob(ctx, job, log)
+	rep, fsys := pullJob(ctx, job, newRecordClient(records), log)
 	if fsys != nil {
 		defer fsys.Close()
 	}
@@ -84,7 +86,7 @@ func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, log *slog.Logger
 
 // pullJob pulls one host and returns its report, and the connection, still
 // open, when the pull got one.
-func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.HostReport, fsys transport.FS) {
+func pullJob(ctx context.Context, job WorkerJob, rec claim.Recorder, log *slog.Logger) (rep claim.HostReport, fsys transport.FS) {
 	h := job.Host
 	fail := func(err error) claim.HostReport {
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
@@ -100,9 +102,7 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	// Connecting is mostly waiting on the network (about eight round
-	// trips), and opening the ledger is CPU: dial first and open the
-	// spool, the ledger and the walk hint meanwhile. With many hosts the
-	// workers start at once and those opens held every dial back.
+	// trips): dial first and open the spool and the walk hint meanwhile.
 	dialed := make(chan dialResult, 1)
 	go func() { dialed <- dial(pullCtx, h, log) }()
 	// closeDialed waits for a dial whose connection will not be used.
@@ -118,12 +118,6 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 		return fail(err), nil
 	}
 	defer sp.close()
-	led, err := ledger.Open(job.Ledger)
-	if err != nil {
-		closeDialed()
-		return fail(err), nil
-	}
-	defer led.Close()
 	hint := loadWalkHint(job.WalkHint, !job.DryRun, log)
 	d := <-dialed
 	if d.err != nil {
@@ -131,7 +125,7 @@ func pullJob(ctx context.Context, job WorkerJob, log *slog.Logger) (rep claim.Ho
 	}
 	fsys = d.fsys
 	log.Debug("connected", "host", h.Name, "took", d.took)
-	return pullWith(pullCtx, fsys, h, sp, led, job.RunID, job.DryRun, time.Now, hint, log), fsys
+	return pullWith(pullCtx, fsys, h, sp, rec, job.RunID, job.DryRun, time.Now, hint, log), fsys
 }
 
 // dialResult is a connection setup.Dial made, or why it could not.
@@ -191,7 +185,7 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	wantMirror := h.Mirror != nil
-	job, err := json.Marshal(WorkerJob{Host: h, Ledger: st.ledgerPath, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun, Mirror: wantMirror, WalkHint: walkHintFile(st.walksDir, h.Name)})
+	job, err := json.Marshal(WorkerJob{Host: h, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun, Mirror: wantMirror, WalkHint: walkHintFile(st.walksDir, h.Name)})
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}
@@ -208,10 +202,23 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}
+	records, child, err := recordsPair()
+	if err != nil {
+		return fail("worker: %v", err), nil
+	}
+	defer child.Close()
+	cmd.ExtraFiles = []*os.File{child} // recordsFD
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
+		records.Close()
 		return fail("worker: start %s: %v", opts.Worker, err), nil
 	}
+	child.Close()
+	go func() {
+		if err := serveRecords(ctx, records, st.records.recorder(h.Name)); err != nil {
+			log.Warn("worker records", "host", h.Name, "err", err)
+		}
+	}()
 	kill := func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, outRead := readWorker(stdout, maxWorkerReport)
 	relayed := make(chan struct{})
@@ -338,4 +345,35 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return b.buf.Write(p)
+}
+
+// recordsPair makes a worker's records connection: the run's end, and the
+// file to hand the worker as its descriptor recordsFD.
+func recordsPair() (net.Conn, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("records connection: %w", err)
+	}
+	child := os.NewFile(uintptr(fds[1]), "records")
+	conn, err := fileConn(os.NewFile(uintptr(fds[0]), "records"))
+	if err != nil {
+		child.Close()
+		return nil, nil, fmt.Errorf("records connection: %w", err)
+	}
+	return conn, child, nil
+}
+
+// fileConn turns a socket's file into a net.Conn, and closes the file.
+func fileConn(f *os.File) (net.Conn, error) {
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+// WorkerRecords is a worker's end of its records connection.
+func WorkerRecords() (net.Conn, error) {
+	conn, err := fileConn(os.NewFile(recordsFD, "records"))
+	if err != nil {
+		return nil, fmt.Errorf("worker: the records connection (descriptor %d): %w; a worker is started by handoff sync, not by hand", recordsFD, err)
+	}
+	return conn, nil
 }

@@ -37,7 +37,11 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return handoff.ServeWorker(cmd.Context(), g.stdin, g.stdout, log)
+			records, err := handoff.WorkerRecords()
+			if err != nil {
+				return err
+			}
+			return handoff.ServeWorker(cmd.Context(), g.stdin, g.stdout, records, log)
 		},
 	}
 }

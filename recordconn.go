@@ -1,0 +1,266 @@
+package handoff
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/handoff-sync/handoff/claim"
+)
+
+// A worker records what it stores and archives through the run that
+// started it, over a connection of its own (a socket pair; the worker's
+// end is its file descriptor 3): the run's recordQueue is the ledger's one
+// writer. Each message is a frame, a 4-byte length and that many bytes of
+// JSON; calls carry an id, and a worker may have several in flight.
+
+// recordsFD is the worker's end of its records connection.
+const recordsFD = 3
+
+// maxRecordFrame bounds one message either way: a batch is at most 256
+// sources, each well under 8 KiB.
+const maxRecordFrame = 16 << 20
+
+// Record calls.
+const (
+	opRecord     = "record"
+	opArchived   = "archived"
+	opUnarchived = "unarchived"
+)
+
+type recordCall struct {
+	ID      uint64       `json:"id"`
+	Op      string       `json:"op"`
+	RunID   string       `json:"run_id,omitempty"`
+	Host    []byte       `json:"host,omitempty"`
+	Sources []wireSource `json:"sources,omitempty"`
+}
+
+type recordReply struct {
+	ID      uint64       `json:"id"`
+	Added   int          `json:"added,omitempty"`
+	Sources []wireSource `json:"sources,omitempty"`
+	Error   string       `json:"error,omitempty"`
+}
+
+// wireSource is a claim.Source on the connection. Its strings go as bytes,
+// which JSON carries exactly: as strings, JSON would replace invalid UTF-8,
+// and a path a host named with it would be recorded as another.
+type wireSource struct {
+	Host       []byte `json:"h"`
+	Inbox      []byte `json:"i"`
+	Name       []byte `json:"n"`
+	SHA256     []byte `json:"s"`
+	Size       int64  `json:"z"`
+	ArchivedAs []byte `json:"a,omitempty"`
+	Parses     bool   `json:"p,omitempty"`
+}
+
+func toWire(srcs []claim.Source) []wireSource {
+	out := make([]wireSource, len(srcs))
+	for i, s := range srcs {
+		out[i] = wireSource{Host: []byte(s.Host), Inbox: []byte(s.Inbox), Name: []byte(s.Name), SHA256: []byte(s.SHA256),
+			Size: s.Size, ArchivedAs: []byte(s.ArchivedAs), Parses: s.Parses}
+	}
+	return out
+}
+
+func fromWire(ws []wireSource) []claim.Source {
+	out := make([]claim.Source, len(ws))
+	for i, w := range ws {
+		out[i] = claim.Source{Host: string(w.Host), Inbox: string(w.Inbox), Name: string(w.Name), SHA256: string(w.SHA256),
+			Size: w.Size, ArchivedAs: string(w.ArchivedAs), Parses: w.Parses}
+	}
+	return out
+}
+
+func writeFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxRecordFrame {
+		return fmt.Errorf("records: a message of %d bytes (at most %d)", len(b), maxRecordFrame)
+	}
+	frame := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(b)), uint32(len(b)))
+	_, err = w.Write(append(frame, b...))
+	return err
+}
+
+func readFrame(r io.Reader, v any) error {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxRecordFrame {
+		return fmt.Errorf("records: a message of %d bytes (at most %d)", size, maxRecordFrame)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return fmt.Errorf("records: %w", noEOF(err))
+	}
+	return json.Unmarshal(b, v)
+}
+
+// noEOF: a frame cut short is not a clean end.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// recordClient is the worker's claim.Recorder: each call goes to the run
+// and returns its answer. Once the connection fails, every call fails.
+type recordClient struct {
+	conn net.Conn
+	wmu  sync.Mutex
+
+	mu      sync.Mutex
+	next    uint64
+	pending map[uint64]chan recordReply
+	err     error
+}
+
+var _ claim.Recorder = (*recordClient)(nil)
+
+func newRecordClient(conn net.Conn) *recordClient {
+	c := &recordClient{conn: conn, pending: make(map[uint64]chan recordReply)}
+	go c.read()
+	return c
+}
+
+func (c *recordClient) read() {
+	r := bufio.NewReader(c.conn)
+	for {
+		var rep recordReply
+		if err := readFrame(r, &rep); err != nil {
+			c.mu.Lock()
+			c.err = fmt.Errorf("records: the connection to the run ended: %w", err)
+			for id, ch := range c.pending {
+				close(ch)
+				delete(c.pending, id)
+			}
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Lock()
+		ch := c.pending[rep.ID]
+		delete(c.pending, rep.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- rep
+		}
+	}
+}
+
+func (c *recordClient) call(ctx context.Context, call recordCall) (recordReply, error) {
+	ch := make(chan recordReply, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return recordReply{}, c.err
+	}
+	c.next++
+	call.ID = c.next
+	c.pending[call.ID] = ch
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		delete(c.pending, call.ID)
+		c.mu.Unlock()
+	}
+	c.wmu.Lock()
+	err := writeFrame(c.conn, call)
+	c.wmu.Unlock()
+	if err != nil {
+		forget()
+		return recordReply{}, fmt.Errorf("records: %w", err)
+	}
+	select {
+	case rep, ok := <-ch:
+		if !ok {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return recordReply{}, c.err
+		}
+		if rep.Error != "" {
+			return rep, errors.New(rep.Error)
+		}
+		return rep, nil
+	case <-ctx.Done():
+		forget()
+		return recordReply{}, ctx.Err()
+	}
+}
+
+func (c *recordClient) RecordSources(ctx context.Context, runID string, srcs []claim.Source) (int, error) {
+	rep, err := c.call(ctx, recordCall{Op: opRecord, RunID: runID, Sources: toWire(srcs)})
+	return rep.Added, err
+}
+
+func (c *recordClient) MarkArchived(ctx context.Context, srcs []claim.Source) error {
+	_, err := c.call(ctx, recordCall{Op: opArchived, Sources: toWire(srcs)})
+	return err
+}
+
+func (c *recordClient) Unarchived(ctx context.Context, host string) ([]claim.Source, error) {
+	rep, err := c.call(ctx, recordCall{Op: opUnarchived, Host: []byte(host)})
+	return fromWire(rep.Sources), err
+}
+
+// maxRecordCalls bounds the calls of one worker the run works on at once
+// (a pull has two in flight: a batch recorded, one marked archived).
+const maxRecordCalls = 4
+
+// serveRecords answers a worker's calls with rec until the connection
+// ends, then closes it. Calls are answered as they finish, each with its
+// id.
+func serveRecords(ctx context.Context, conn net.Conn, rec claim.Recorder) error {
+	defer conn.Close()
+	var wmu sync.Mutex
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, maxRecordCalls)
+	r := bufio.NewReader(conn)
+	for {
+		var call recordCall
+		if err := readFrame(r, &call); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			rep := recordReply{ID: call.ID}
+			var err error
+			switch call.Op {
+			case opRecord:
+				rep.Added, err = rec.RecordSources(ctx, call.RunID, fromWire(call.Sources))
+			case opArchived:
+				err = rec.MarkArchived(ctx, fromWire(call.Sources))
+			case opUnarchived:
+				var srcs []claim.Source
+				srcs, err = rec.Unarchived(ctx, string(call.Host))
+				rep.Sources = toWire(srcs)
+			default:
+				err = fmt.Errorf("records: unknown call %q", call.Op)
+			}
+			if err != nil {
+				rep.Error = err.Error()
+			}
+			wmu.Lock()
+			defer wmu.Unlock()
+			writeFrame(conn, rep) // a worker gone has no use for it
+		})
+	}
+}

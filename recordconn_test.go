@@ -1,0 +1,149 @@
+package handoff
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/handoff-sync/handoff/claim"
+)
+
+// captureRecorder is a claim.Recorder that keeps what it was sent and
+// answers Unarchived with unarchived.
+type captureRecorder struct {
+	mu         sync.Mutex
+	recorded   []claim.Source
+	archived   []claim.Source
+	unarchived []claim.Source
+}
+
+func (c *captureRecorder) RecordSources(_ context.Context, _ string, srcs []claim.Source) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recorded = append(c.recorded, srcs...)
+	return len(srcs) - 1, nil
+}
+
+func (c *captureRecorder) MarkArchived(_ context.Context, srcs []claim.Source) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.archived = append(c.archived, srcs...)
+	if len(srcs) > 0 && srcs[0].Name == "refused.md" {
+		return errors.New("refused")
+	}
+	return nil
+}
+
+func (c *captureRecorder) Unarchived(context.Context, string) ([]claim.Source, error) {
+	return c.unarchived, nil
+}
+
+// Invariant: a source is recorded as the host named it. Names, inboxes
+// and archive names cross a worker's records connection byte for byte,
+// invalid UTF-8 included, many calls at once, each answered as its own.
+func TestRecordsConnectionExact(t *testing.T) {
+	ctx := context.Background()
+	runEnd, child, err := recordsPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	workerEnd, err := fileConn(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cap := &captureRecorder{unarchived: []claim.Source{{Host: "h", Inbox: "/in\xff", Name: "u\xfe.md", SHA256: "ab", Size: 7, ArchivedAs: "processed/u.ab.md"}}}
+	served := make(chan error, 1)
+	go func() { served <- serveRecords(ctx, runEnd, cap) }()
+	c := newRecordClient(workerEnd)
+
+	odd := claim.Source{Host: "h", Inbox: "/home/\xc3\x28repo/.claude/memory-handoffs", Name: "caf\xe9.md", SHA256: strings.Repeat("f", 64), Size: 3, ArchivedAs: "processed/caf\xe9.ffffffffffff.md", Parses: true}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			n, err := c.RecordSources(ctx, "run", []claim.Source{odd, odd})
+			if n != 1 || err != nil {
+				t.Errorf("RecordSources: %d, %v; want the recorder's 1", n, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := c.MarkArchived(ctx, []claim.Source{{Host: "h", Name: "refused.md"}}); err == nil || err.Error() != "refused" {
+		t.Errorf("MarkArchived refused by the run: %v, want its error", err)
+	}
+	got, err := c.Unarchived(ctx, "h")
+	if err != nil || !slices.Equal(got, cap.unarchived) {
+		t.Errorf("Unarchived: %+v, %v; want %+v", got, err, cap.unarchived)
+	}
+	if len(cap.recorded) != 32 {
+		t.Fatalf("%d sources recorded, want 32", len(cap.recorded))
+	}
+	for _, s := range cap.recorded {
+		if s != odd {
+			t.Fatalf("recorded %#v, sent %#v", s, odd)
+		}
+	}
+	workerEnd.Close()
+	if err := <-served; err != nil {
+		t.Errorf("serveRecords after the worker closed its end: %v", err)
+	}
+}
+
+// Invariant: no remote copy archived before its record is durable. When
+// the run's end of the connection goes (the run died) a call fails, and
+// so does every later one: a worker never takes a lost answer for a
+// recorded batch.
+func TestRecordsConnectionRunGone(t *testing.T) {
+	ctx := context.Background()
+	runEnd, child, err := recordsPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	workerEnd, err := fileConn(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newRecordClient(workerEnd)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.RecordSources(ctx, "run", []claim.Source{{Host: "h", Name: "a.md"}})
+		done <- err
+	}()
+	// The run reads the call and dies without answering.
+	var n [4]byte
+	if _, err := runEnd.Read(n[:]); err != nil {
+		t.Fatal(err)
+	}
+	if size := binary.BigEndian.Uint32(n[:]); size == 0 || size > maxRecordFrame {
+		t.Fatalf("frame of %d bytes", size)
+	}
+	runEnd.Close()
+	if err := <-done; err == nil {
+		t.Fatal("RecordSources succeeded though the run never answered")
+	}
+	if err := c.MarkArchived(ctx, []claim.Source{{Host: "h", Name: "a.md"}}); err == nil {
+		t.Fatal("MarkArchived succeeded after the connection ended")
+	}
+}
+
+// A message over the bound is refused by the reader, before it is read.
+func TestRecordsFrameBounded(t *testing.T) {
+	runEnd, child, err := recordsPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	workerEnd, err := fileConn(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer workerEnd.Close()
+	served := make(chan error, 1)
+	go func() { served <- serveRecords(context.Background(), runEnd, &captureRecorder{}) }()
+	workerEnd.Write(binary.BigEndian.AppendUint32(nil, maxRecordFrame+1))
+	if err := <-served; err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Fatalf("serveRecords after an oversized frame: %v, want a bound error", err)
+	}
+}

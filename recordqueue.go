@@ -1,0 +1,174 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/ingest/ledger"
+)
+
+// recordQueue is a run's one writer of what its pulls store and archive.
+// Every host's pull, in a worker process (over its records connection,
+// recordconn.go) or in the run's own, sends its batches here, and
+// whatever waits when the ledger is free goes into one transaction: the
+// hosts share commits instead of queuing for the database's lock, each
+// with a commit of its own. A pull is told its batch is recorded only once
+// the transaction holding it has committed, so no remote copy is archived
+// before its record is durable. See docs/design.md, "One writer for the
+// ledger".
+type recordQueue struct {
+	led   recordStore
+	runID string
+	log   *slog.Logger
+	reqs  chan *recordReq
+	quit  chan struct{}
+	ended chan struct{}
+}
+
+// recordStore is the ledger as the queue uses it.
+type recordStore interface {
+	Apply(ctx context.Context, runID string, ws []*ledger.Write) error
+	Unarchived(ctx context.Context, host string) ([]claim.Source, error)
+}
+
+// maxGroup bounds the writes in one transaction: a write is one batch of
+// one host (at most 256 sources).
+const maxGroup = 64
+
+type recordReq struct {
+	w    ledger.Write
+	done chan error
+}
+
+// errQueueClosed answers a write that came after the pulls ended.
+var errQueueClosed = errors.New("the run's pulls are over: nothing more is recorded")
+
+// startRecordQueue starts the writer; stop ends it.
+func startRecordQueue(led recordStore, runID string, log *slog.Logger) *recordQueue {
+	q := &recordQueue{led: led, runID: runID, log: log, reqs: make(chan *recordReq), quit: make(chan struct{}), ended: make(chan struct{})}
+	go q.run()
+	return q
+}
+
+// stop ends the writer once the write it is making is done. Writes sent
+// later fail with errQueueClosed.
+func (q *recordQueue) stop() {
+	close(q.quit)
+	<-q.ended
+}
+
+func (q *recordQueue) run() {
+	defer close(q.ended)
+	for {
+		var group []*recordReq
+		select {
+		case r := <-q.reqs:
+			group = append(group, r)
+		case <-q.quit:
+			return
+		}
+	gather:
+		for len(group) < maxGroup {
+			select {
+			case r := <-q.reqs:
+				group = append(group, r)
+			default:
+				break gather
+			}
+		}
+		q.apply(group)
+	}
+}
+
+// apply commits a group's writes together. If that fails, each is tried
+// alone, so that one write's error is its own.
+func (q *recordQueue) apply(group []*recordReq) {
+	ws := make([]*ledger.Write, len(group))
+	for i, r := range group {
+		ws[i] = &r.w
+	}
+	began := time.Now()
+	err := q.led.Apply(context.Background(), q.runID, ws)
+	n := 0
+	for _, w := range ws {
+		n += len(w.Record) + len(w.Archived)
+	}
+	q.log.Debug("recorded a group", "writes", len(group), "sources", n, "took", time.Since(began))
+	if err != nil && len(group) > 1 {
+		q.log.Debug("a group of records failed; writing each alone", "writes", len(group), "err", err)
+		for _, r := range group {
+			r.done <- q.led.Apply(context.Background(), q.runID, []*ledger.Write{&r.w})
+		}
+		return
+	}
+	for _, r := range group {
+		r.done <- err
+	}
+}
+
+// write sends w to the writer and waits until it is committed. A write
+// whose caller gives up (ctx) may still be committed: a source recorded
+// and not archived is only acknowledged by the next run.
+func (q *recordQueue) write(ctx context.Context, w ledger.Write) (int, error) {
+	r := &recordReq{w: w, done: make(chan error, 1)}
+	select {
+	case q.reqs <- r:
+	case <-q.quit:
+		return 0, errQueueClosed
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return r.w.Added, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// recorder is the claim.Recorder of one host's pull.
+func (q *recordQueue) recorder(host string) claim.Recorder {
+	return hostRecorder{q: q, host: host}
+}
+
+// hostRecorder writes through the queue only sources of its own host: a
+// worker gone wrong cannot record or archive another host's files.
+type hostRecorder struct {
+	q    *recordQueue
+	host string
+}
+
+func (h hostRecorder) check(srcs []claim.Source) error {
+	for _, s := range srcs {
+		if s.Host != h.host {
+			return fmt.Errorf("a source of host %q sent for host %q", s.Host, h.host)
+		}
+	}
+	return nil
+}
+
+func (h hostRecorder) RecordSources(ctx context.Context, _ string, srcs []claim.Source) (int, error) {
+	if err := h.check(srcs); err != nil {
+		return 0, err
+	}
+	return h.q.write(ctx, ledger.Write{Record: srcs})
+}
+
+func (h hostRecorder) MarkArchived(ctx context.Context, srcs []claim.Source) error {
+	if err := h.check(srcs); err != nil {
+		return err
+	}
+	_, err := h.q.write(ctx, ledger.Write{Archived: srcs})
+	return err
+}
+
+func (h hostRecorder) Unarchived(ctx context.Context, host string) ([]claim.Source, error) {
+	if host != h.host {
+		return nil, fmt.Errorf("the unarchived sources of host %q asked for host %q", host, h.host)
+	}
+	return h.q.led.Unarchived(ctx, host)
+}

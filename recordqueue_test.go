@@ -1,0 +1,159 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/ingest/ledger"
+)
+
+// fakeStore is a recordStore that keeps what it was given, holds its first
+// Apply until hold is closed (nil: it does not), and fails any Apply that
+// holds a source named poison.
+type fakeStore struct {
+	hold   chan struct{}
+	poison string
+
+	mu      sync.Mutex
+	applies [][]string // the sources' names of each Apply that committed
+	held    bool
+}
+
+func (f *fakeStore) Apply(_ context.Context, _ string, ws []*ledger.Write) error {
+	f.mu.Lock()
+	first := !f.held
+	f.held = true
+	f.mu.Unlock()
+	if first && f.hold != nil {
+		<-f.hold
+	}
+	var names []string
+	for _, w := range ws {
+		for _, s := range append(slices.Clone(w.Record), w.Archived...) {
+			if s.Name == f.poison {
+				return fmt.Errorf("cannot write %s", s.Name)
+			}
+			names = append(names, s.Name)
+		}
+		w.Added = len(w.Record)
+	}
+	f.mu.Lock()
+	f.applies = append(f.applies, names)
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeStore) Unarchived(context.Context, string) ([]claim.Source, error) { return nil, nil }
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func src(host, name string) claim.Source {
+	return claim.Source{Host: host, Inbox: "/in", Name: name, SHA256: strings.Repeat("a", 64), Size: 1}
+}
+
+// The writes that wait while the ledger is busy go in one transaction,
+// and each writer learns its own count only after that commit. Invariant:
+// no source lost, none recorded before its caller is told.
+func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{hold: make(chan struct{})}
+		q := startRecordQueue(f, "run", quietLog())
+		defer q.stop()
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			if n, err := q.recorder("h0").RecordSources(ctx, "run", []claim.Source{src("h0", "first.md")}); n != 1 || err != nil {
+				t.Errorf("first write: %d, %v", n, err)
+			}
+		})
+		synctest.Wait() // the first Apply is under way, held
+		const waiting = 5
+		for i := range waiting {
+			host := fmt.Sprintf("h%d", i+1)
+			wg.Go(func() {
+				n, err := q.recorder(host).RecordSources(ctx, "run", []claim.Source{src(host, host+"-a.md"), src(host, host+"-b.md")})
+				if n != 2 || err != nil {
+					t.Errorf("write of %s: %d, %v; want 2 added", host, n, err)
+				}
+			})
+		}
+		synctest.Wait()
+		if len(f.applies) != 0 {
+			t.Fatalf("%d writes committed while the first was held", len(f.applies))
+		}
+		close(f.hold)
+		wg.Wait()
+		if len(f.applies) != 2 || len(f.applies[1]) != 2*waiting {
+			t.Fatalf("commits %q; want the first alone, then the %d waiting writes in one", f.applies, waiting)
+		}
+	})
+}
+
+// A group that fails is written again one write at a time: one bad write
+// fails only its own caller. Invariant: no source lost because of another
+// host's error.
+func TestRecordQueueFailureIsItsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{hold: make(chan struct{}), poison: "bad.md"}
+		q := startRecordQueue(f, "run", quietLog())
+		defer q.stop()
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		wg.Go(func() { q.recorder("h0").MarkArchived(ctx, []claim.Source{src("h0", "first.md")}) })
+		synctest.Wait()
+		errs := make([]error, 3)
+		for i, name := range []string{"ok1.md", "bad.md", "ok2.md"} {
+			wg.Go(func() { _, errs[i] = q.recorder("h1").RecordSources(ctx, "run", []claim.Source{src("h1", name)}) })
+		}
+		synctest.Wait()
+		close(f.hold)
+		wg.Wait()
+		if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+			t.Fatalf("errors %v; want only the write of bad.md to fail", errs)
+		}
+		var all []string
+		for _, a := range f.applies {
+			all = append(all, a...)
+		}
+		slices.Sort(all)
+		if want := []string{"first.md", "ok1.md", "ok2.md"}; !slices.Equal(all, want) {
+			t.Fatalf("committed %q, want %q", all, want)
+		}
+	})
+}
+
+// Invariant: nothing written where it does not belong. A host's recorder
+// refuses sources of another host and questions about another host,
+// before anything reaches the ledger; and a write after the pulls ended
+// fails instead of waiting forever.
+func TestHostRecorderOwnHostOnly(t *testing.T) {
+	f := &fakeStore{}
+	q := startRecordQueue(f, "run", quietLog())
+	rec := q.recorder("laptop")
+	ctx := context.Background()
+	if _, err := rec.RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("server", "b.md")}); err == nil {
+		t.Error("RecordSources took a source of another host")
+	}
+	if err := rec.MarkArchived(ctx, []claim.Source{src("server", "b.md")}); err == nil {
+		t.Error("MarkArchived took a source of another host")
+	}
+	if _, err := rec.Unarchived(ctx, "server"); err == nil {
+		t.Error("Unarchived answered for another host")
+	}
+	if len(f.applies) != 0 {
+		t.Errorf("the ledger was written: %q", f.applies)
+	}
+	q.stop()
+	if _, err := rec.RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md")}); !errors.Is(err, errQueueClosed) {
+		t.Errorf("RecordSources after stop: %v, want errQueueClosed", err)
+	}
+}
