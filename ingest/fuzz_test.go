@@ -119,10 +119,22 @@ func FuzzFrontMatter(f *testing.F) {
 		"---\ntopic: x\ncategory: y\ntags: [a]\ntopic: z\n---\n",
 		"---\na: &a [*a]\n---\n",
 		"---\r\ntopic: \"x\"\r\ncategory: 'y'\r\ntags:\r\n  - a\r\n---\r\n",
+		"topic: bench h12-g4-r36-2\ncategory: workflow\ntags: [bench, h12]",
+		"topic: On\ncategory: a (b)\ntags: []\nn: x",
+		"topic: a  b\ntags: [a,b]\nc: d ",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, content string) {
+		// Invariant: the plain decoder never reads front matter other
+		// than YAML does (a card's topic, category or tags changed).
+		lines := strings.Split(content, "\n")
+		if plain, ok := plainFrontMatter(lines); ok {
+			v, msg := yamlFrontMatter(lines)
+			if msg != "" || !reflect.DeepEqual(plain, v) {
+				t.Fatalf("plain front matter %#v, YAML %#v (%s)", plain, v, msg)
+			}
+		}
 		before := heapAllocs()
 		m, p := FrontMatter(content)
 		if used := heapAllocs() - before; used > allocBudget(len(content)) {

@@ -604,15 +604,14 @@ func FrontMatter(content string) (map[string]any, *Problem) {
 	if end < 0 {
 		return invalid("the front matter is not closed; add a \"---\" line after it")
 	}
-	fm := []byte(strings.Join(lines[1:end], "\n"))
-	if !yamlguard.Within(fm, maxFrontMatterExpanded) {
-		return invalid("the front matter repeats too much through YAML aliases; write it out without anchors and aliases")
+	m, ok := plainFrontMatter(lines[1:end])
+	if !ok {
+		v, msg := yamlFrontMatter(lines[1:end])
+		if msg != "" {
+			return invalid("%s", msg)
+		}
+		m, ok = v.(map[string]any)
 	}
-	var v any
-	if err := yaml.UnmarshalStrict(fm, &v); err != nil {
-		return invalid("the front matter is not valid YAML (%s); fix it", clip(yamlErrorText(err)))
-	}
-	m, ok := v.(map[string]any)
 	if !ok {
 		return invalid("the front matter must be a YAML mapping like \"topic: ...\"; add topic, category and tags")
 	}
@@ -626,6 +625,20 @@ func FrontMatter(content string) (map[string]any, *Problem) {
 		return nil, &p
 	}
 	return m, nil
+}
+
+// yamlFrontMatter decodes the lines between the front matter's fences as
+// YAML, or says what is wrong with them.
+func yamlFrontMatter(lines []string) (any, string) {
+	fm := []byte(strings.Join(lines, "\n"))
+	if !yamlguard.Within(fm, maxFrontMatterExpanded) {
+		return nil, "the front matter repeats too much through YAML aliases; write it out without anchors and aliases"
+	}
+	var v any
+	if err := yaml.UnmarshalStrict(fm, &v); err != nil {
+		return nil, fmt.Sprintf("the front matter is not valid YAML (%s); fix it", clip(yamlErrorText(err)))
+	}
+	return v, ""
 }
 
 // frontMatterKeys says what the front matter's topic, category and tags
