@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -42,19 +43,28 @@ func (c *captureRecorder) Unarchived(context.Context, string) ([]claim.Source, e
 	return c.unarchived, nil
 }
 
+// recordsPairT is a records connection's two ends, as a run and its
+// worker hold them.
+func recordsPairT(t *testing.T) (runEnd, workerEnd net.Conn) {
+	t.Helper()
+	runEnd, child, err := recordsPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	workerEnd, err = fileConn(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { runEnd.Close(); workerEnd.Close() })
+	return runEnd, workerEnd
+}
+
 // Invariant: a source is recorded as the host named it. Names, inboxes
 // and archive names cross a worker's records connection byte for byte,
 // invalid UTF-8 included, many calls at once, each answered as its own.
 func TestRecordsConnectionExact(t *testing.T) {
 	ctx := context.Background()
-	runEnd, child, err := recordsPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	workerEnd, err := fileConn(child)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runEnd, workerEnd := recordsPairT(t)
 	cap := &captureRecorder{unarchived: []claim.Source{{Host: "h", Inbox: "/in\xff", Name: "u\xfe.md", SHA256: "ab", Size: 7, ArchivedAs: "processed/u.ab.md"}}}
 	served := make(chan error, 1)
 	go func() { served <- serveRecords(ctx, runEnd, cap) }()
@@ -98,14 +108,7 @@ func TestRecordsConnectionExact(t *testing.T) {
 // recorded batch.
 func TestRecordsConnectionRunGone(t *testing.T) {
 	ctx := context.Background()
-	runEnd, child, err := recordsPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	workerEnd, err := fileConn(child)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runEnd, workerEnd := recordsPairT(t)
 	c := newRecordClient(workerEnd)
 	done := make(chan error, 1)
 	go func() {
@@ -131,14 +134,7 @@ func TestRecordsConnectionRunGone(t *testing.T) {
 
 // A message over the bound is refused by the reader, before it is read.
 func TestRecordsFrameBounded(t *testing.T) {
-	runEnd, child, err := recordsPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	workerEnd, err := fileConn(child)
-	if err != nil {
-		t.Fatal(err)
-	}
+	runEnd, workerEnd := recordsPairT(t)
 	defer workerEnd.Close()
 	served := make(chan error, 1)
 	go func() { served <- serveRecords(context.Background(), runEnd, &captureRecorder{}) }()
