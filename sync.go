@@ -382,7 +382,8 @@ func nonNil(s []string) []string {
 }
 
 // state is the workspace's .handoff directory as a run uses it. The paths
-// let a worker process open the same ledger and spool.
+// let a worker process open the same spool and walk hints; it records
+// through records.
 type state struct {
 	led        *ledger.Ledger
 	records    *recordQueue // the run's one writer of its pulls' records
