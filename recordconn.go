@@ -37,7 +37,6 @@ const (
 type recordCall struct {
 	ID      uint64       `json:"id"`
 	Op      string       `json:"op"`
-	RunID   string       `json:"run_id,omitempty"`
 	Host    []byte       `json:"host,omitempty"`
 	Sources []wireSource `json:"sources,omitempty"`
 }
@@ -201,8 +200,9 @@ func (c *recordClient) call(ctx context.Context, call recordCall) (recordReply, 
 	}
 }
 
-func (c *recordClient) RecordSources(ctx context.Context, runID string, srcs []claim.Source) (int, error) {
-	rep, err := c.call(ctx, recordCall{Op: opRecord, RunID: runID, Sources: toWire(srcs)})
+// RecordSources leaves runID out: the run records under its own.
+func (c *recordClient) RecordSources(ctx context.Context, _ string, srcs []claim.Source) (int, error) {
+	rep, err := c.call(ctx, recordCall{Op: opRecord, Sources: toWire(srcs)})
 	return rep.Added, err
 }
 
@@ -245,7 +245,7 @@ func serveRecords(ctx context.Context, conn net.Conn, rec claim.Recorder) error 
 			var err error
 			switch call.Op {
 			case opRecord:
-				rep.Added, err = rec.RecordSources(ctx, call.RunID, fromWire(call.Sources))
+				rep.Added, err = rec.RecordSources(ctx, "", fromWire(call.Sources))
 			case opArchived:
 				err = rec.MarkArchived(ctx, fromWire(call.Sources))
 			case opUnarchived:

@@ -151,6 +151,8 @@ func (h hostRecorder) check(srcs []claim.Source) error {
 	return nil
 }
 
+// RecordSources records srcs as stored by the queue's run, whatever runID
+// says: a worker's sources belong to the run that started it.
 func (h hostRecorder) RecordSources(ctx context.Context, _ string, srcs []claim.Source) (int, error) {
 	if err := h.check(srcs); err != nil {
 		return 0, err

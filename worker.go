@@ -206,14 +206,14 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}
-	defer child.Close()
 	cmd.ExtraFiles = []*os.File{child} // recordsFD
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	child.Close() // the worker has its own copy, if it started
+	if err != nil {
 		records.Close()
 		return fail("worker: start %s: %v", opts.Worker, err), nil
 	}
-	child.Close()
 	go func() {
 		if err := serveRecords(ctx, records, st.records.recorder(h.Name)); err != nil {
 			log.Warn("worker records", "host", h.Name, "err", err)

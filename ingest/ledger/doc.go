@@ -8,8 +8,12 @@
 //   - A committed transaction survives power loss; a source is recorded
 //     before its remote copy may be archived, and a content's first result
 //     is kept by hash, so a later copy is a duplicate, never applied twice.
-//   - Several processes may write at once (pull workers record sources);
-//     each write waits for the others within a bounded time.
+//   - A process's writers take turns (writeTurn) and are let in as soon
+//     as the one before is done; each write waits within a bounded time.
+//     Another process's writers are kept out by SQLite's lock. During a
+//     run there are none: its pull workers record through the run.
+//   - Apply commits many callers' writes in one transaction: all of them
+//     or, on an error, none.
 //   - OpenReadOnly never creates, migrates or writes anything: a missing
 //     ledger is ErrNoLedger, a newer schema an error.
 package ledger

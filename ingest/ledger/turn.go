@@ -15,8 +15,8 @@ import (
 // one could lose every race for seconds. A writer waiting for its turn is
 // let in as soon as the one before it is done. Other processes' writers
 // (there are none during a run: every command that writes holds the
-// workspace lock, and a run's pull workers write through the run,
-// RecordQueue) are still kept out by SQLite's own locking.
+// workspace lock, and a run's pull workers write through the run's record
+// queue) are still kept out by SQLite's own locking.
 type writeTurn chan struct{}
 
 // errTurnWait is the end of a wait longer than busyTimeout.
@@ -27,11 +27,6 @@ var errTurnWait = errors.New("another writer has held the ledger for too long")
 func (t writeTurn) take(ctx context.Context) (func(), error) {
 	if t == nil {
 		return nil, errors.New("ledger: opened for reading only")
-	}
-	select {
-	case t <- struct{}{}:
-		return func() { <-t }, nil
-	default:
 	}
 	timeout := time.NewTimer(busyTimeout)
 	defer timeout.Stop()
