@@ -39,8 +39,12 @@
 # into perf-N.data (perf report --sort comm,dso -i ... says which
 # processes the CPU went to).
 #
+# STRACE=1 counts the system calls of handoff and its workers (strace -f
+# -c, into strace-N.txt; STRACE_FULL=1 keeps every file call instead); the
+# run is slower under it, so take only counts from it.
+#
 # PROFILE=1 also keeps handoff's --verbose JSON log of each run, a CPU
-# profile of each worker (cpu-N/worker-<pid>.cpu), and writes its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
+# profile of the run and of each worker (cpu-N/sync-<pid>.cpu, worker-<pid>.cpu), and writes its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
 # per host, ingest) to phases-N.md.
 set -euo pipefail
 
@@ -188,12 +192,17 @@ run_tool() { # tool rep -> prints seconds
       local prof=()
       if [ "${PROFILE:-0}" = 1 ]; then
         extra=(--verbose --log-format json)
-        mkdir -p "$OUT/cpu-$tag" # each worker's CPU profile, worker-<pid>.cpu
+        mkdir -p "$OUT/cpu-$tag" # CPU profiles: sync-<pid>.cpu and worker-<pid>.cpu
         prof=(HANDOFF_WORKER_CPUPROFILE="$OUT/cpu-$tag")
       fi
       local perf=()
       if [ "${PERF:-0}" = 1 ]; then # the whole machine while handoff runs
         perf=(perf record -a -g -F "${PERF_FREQ:-499}" -o "$OUT/perf-$tag.data" --)
+      elif [ "${STRACE:-0}" = 1 ]; then # system calls of handoff and its workers
+        perf=(strace -f -c -o "$OUT/strace-$tag.txt" --)
+        if [ -n "${STRACE_FULL:-}" ]; then
+          perf=(strace -f -tt -e trace=%file,%desc,fsync -o "$OUT/strace-$tag.txt" --)
+        fi
       fi
       env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" "$hbin" "${extra[@]}" sync --manifest "$W/writers.yaml" \
         --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$tag.json" 2>"$OUT/$tool-$rep.log" || {

@@ -61,6 +61,11 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	} else if c.table && (c.json || c.quiet) {
 		return usageError{errors.New("--table prints after the summary: it goes with neither --json nor --quiet")}
 	}
+	stop, err := startProfile("sync")
+	if err != nil {
+		return err
+	}
+	defer stop()
 	m, ws, err := loadWiring(c.manifestPath, c.workspace)
 	if err != nil {
 		return err
