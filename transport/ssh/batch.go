@@ -16,6 +16,11 @@ const maxBatch = 1 << 20
 // system call each. Bytes go out in the order written; Write returns once
 // they are queued, and the first error of the stream fails every later
 // Write.
+//
+// One goroutine, started with the writer and ended by Close or the first
+// error, does every write: it keeps the stack that SSH's packet writing
+// grew, where a goroutine for each burst grew a fresh one every time
+// (about a third of a pull worker's stack growth, 2% of its CPU).
 type batchWriter struct {
 	w io.WriteCloser
 
@@ -23,13 +28,15 @@ type batchWriter struct {
 	cond    *sync.Cond
 	buf     []byte // queued, not yet handed to w
 	spare   []byte
-	writing bool // a flush is running
+	writing bool // bytes are queued or being written
 	err     error
+	done    chan struct{} // closed when the writing goroutine ends
 }
 
 func newBatchWriter(w io.WriteCloser) *batchWriter {
-	b := &batchWriter{w: w}
+	b := &batchWriter{w: w, done: make(chan struct{})}
 	b.cond = sync.NewCond(&b.mu)
+	go b.flush()
 	return b
 }
 
@@ -45,17 +52,26 @@ func (b *batchWriter) Write(p []byte) (int, error) {
 	b.buf = append(b.buf, p...)
 	if !b.writing {
 		b.writing = true
-		go b.flush()
+		b.cond.Broadcast()
 	}
 	return len(p), nil
 }
 
-// flush writes what is queued, and what is queued meanwhile, until
-// nothing is left.
+// flush writes what is queued, as it is queued, until the stream fails or
+// is closed.
 func (b *batchWriter) flush() {
+	defer close(b.done)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for len(b.buf) > 0 && b.err == nil {
+	for {
+		for len(b.buf) == 0 && b.err == nil {
+			b.cond.Wait()
+		}
+		if b.err != nil {
+			b.writing = false
+			b.cond.Broadcast()
+			return
+		}
 		out := b.buf
 		b.buf = b.spare[:0]
 		b.mu.Unlock()
@@ -65,14 +81,16 @@ func (b *batchWriter) flush() {
 		if err != nil {
 			b.err = err
 		}
+		if len(b.buf) == 0 {
+			b.writing = false
+		}
 		b.cond.Broadcast()
 	}
-	b.writing = false
-	b.cond.Broadcast()
 }
 
 // Close closes the stream at once; what is still queued is dropped, as it
-// would be by closing a stream written directly.
+// would be by closing a stream written directly. It ends the goroutine
+// that writes.
 func (b *batchWriter) Close() error {
 	b.mu.Lock()
 	if b.err == nil {

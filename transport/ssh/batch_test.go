@@ -83,6 +83,40 @@ func TestBatchWriterFailsAfterError(t *testing.T) {
 	if _, err := b.Write([]byte("z")); err == nil {
 		t.Fatal("Write after Close succeeded")
 	}
+	<-b.done // the writing goroutine ended with the first error
+}
+
+// TestBatchWriterOneGoroutine: one goroutine does every write, across
+// bursts, and Close ends it, with nothing written after Close.
+func TestBatchWriterOneGoroutine(t *testing.T) {
+	cw := &countingWriter{}
+	b := newBatchWriter(cw)
+	for i := range 3 {
+		b.Write(fmt.Appendf(nil, "burst %d;", i))
+		b.mu.Lock()
+		for b.writing {
+			b.cond.Wait()
+		}
+		b.mu.Unlock()
+	}
+	select {
+	case <-b.done:
+		t.Fatal("the writing goroutine ended before Close")
+	default:
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-b.done
+	if got := cw.buf.String(); got != "burst 0;burst 1;burst 2;" {
+		t.Fatalf("the stream got %q", got)
+	}
+	if _, err := b.Write([]byte("late")); err == nil {
+		t.Fatal("Write after Close succeeded")
+	}
+	if cw.writes != 3 {
+		t.Errorf("%d writes for three bursts written one after another; want 3", cw.writes)
+	}
 }
 
 var _ io.WriteCloser = (*batchWriter)(nil)

@@ -115,6 +115,7 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, limits
 		sftp.MaxConcurrentRequestsPerFile(readsPerFile),
 	)
 	if err != nil {
+		bw.Close() // ends its writing goroutine
 		return nil, err
 	}
 	if isOpenSSHSFTP(c) {
