@@ -86,8 +86,9 @@ func TestBatchWriterFailsAfterError(t *testing.T) {
 	<-b.done // the writing goroutine ended with the first error
 }
 
-// TestBatchWriterOneGoroutine: one goroutine does every write, across
-// bursts, and Close ends it, with nothing written after Close.
+// TestBatchWriterOneGoroutine: the writing goroutine outlives each burst
+// (each written on its own, in order) and ends with Close, after which
+// nothing is written.
 func TestBatchWriterOneGoroutine(t *testing.T) {
 	cw := &countingWriter{}
 	b := newBatchWriter(cw)
