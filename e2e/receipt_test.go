@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -93,5 +95,40 @@ func TestReceiptSchema(t *testing.T) {
 	}
 	if _, err := receipts.Decode([]byte(`{"schema_version":1,"surprise":true}`)); err == nil {
 		t.Error("Decode accepted an unknown field")
+	}
+}
+
+// TestSyncJSONIsTheReceiptFile: `sync --json` prints the run's receipt
+// file byte for byte, and a dry run, which writes no receipt, prints one
+// that decodes with the same fields a real run has.
+func TestSyncJSONIsTheReceiptFile(t *testing.T) {
+	w := newWorld(t)
+	w.mixed()
+	stdout := func(args ...string) []byte {
+		t.Helper()
+		cmd := exec.Command(binary(), args...)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("handoff %v: %v\n%s", args, err, errb.String())
+		}
+		return out
+	}
+	dry := stdout("sync", "--dry-run", "--json", "--manifest", w.manifest)
+	if r, err := receipts.Decode(dry); err != nil || r.Mode != receipts.ModeDryRun || r.Counts.Pulled == 0 {
+		t.Fatalf("dry run's receipt: %v, %+v\n%s", err, r, dry)
+	}
+	out := stdout("sync", "--json", "--manifest", w.manifest)
+	r, err := receipts.Decode(out)
+	if err != nil {
+		t.Fatalf("receipt on stdout: %v\n%s", err, out)
+	}
+	file, err := os.ReadFile(filepath.Join(w.ws, ".handoff/receipts", r.RunID+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, file) {
+		t.Fatalf("stdout (%d bytes) is not the receipt file (%d bytes)", len(out), len(file))
 	}
 }
