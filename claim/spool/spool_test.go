@@ -299,6 +299,77 @@ func TestDirPutSyncsEntriesLeftByACrash(t *testing.T) {
 	}
 }
 
+// TestDirSyncsOnceBeforeFirstUse protects the same invariant as
+// TestDirPutSyncsEntriesLeftByACrash, no remote copy archived before
+// local storage: an entry a crash left unsynced is made durable before
+// Has, Get or Put answers from it. The directory is synced once per Dir,
+// at the first of them; opening, cleaning and closing a spool that is
+// never asked (an idle tick's) syncs nothing, and a read-only Dir never
+// syncs. Not parallel: it reads the process-wide fsync counter.
+func TestDirSyncsOnceBeforeFirstUse(t *testing.T) {
+	dir := filepath.Join(tempRoot(t), "spool")
+	data := fixture(t, "handoff.md")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, spool.Name(sha(data))), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := durable.Syncs()
+	idle, err := spool.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idle.RemoveTemps(); err != nil {
+		t.Fatal(err)
+	}
+	idle.Close()
+	if n := durable.Syncs() - before; n != 0 {
+		t.Errorf("a spool opened, cleaned and closed fsynced %d times; want 0", n)
+	}
+
+	for _, first := range []string{"Has", "Get", "Put"} {
+		s, err := spool.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := durable.Syncs()
+		use := map[string]func() error{
+			"Has": func() error { _, err := s.Has(sha(data)); return err },
+			"Get": func() error { _, err := s.Get(sha(data)); return err },
+			"Put": func() error { return s.Put(map[string][]byte{sha(data): data}) },
+		}
+		if err := use[first](); err != nil {
+			t.Fatal(err)
+		}
+		if n := durable.Syncs() - before; n != 1 {
+			t.Errorf("%s first: %d fsyncs before it answered from a present entry; want 1", first, n)
+		}
+		for _, again := range []string{"Has", "Get", "Put"} {
+			if err := use[again](); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := durable.Syncs() - before; n != 1 {
+			t.Errorf("%s first, then each again: %d fsyncs; want the one", first, n)
+		}
+		s.Close()
+	}
+
+	before = durable.Syncs()
+	ro, err := spool.OpenReadOnly(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if ok, err := ro.Has(sha(data)); err != nil || !ok {
+		t.Fatalf("read-only Has: %v, %v", ok, err)
+	}
+	if n := durable.Syncs() - before; n != 0 {
+		t.Errorf("a read-only spool fsynced %d times; want 0", n)
+	}
+}
+
 // sha is the hex SHA-256 of data, computed here, not by the package.
 func sha(data []byte) string {
 	s := sha256.Sum256(data)
