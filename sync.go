@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
@@ -58,7 +59,8 @@ type Options struct {
 	Progress func(HostProgress)
 }
 
-// Notifier is the heartbeat: Start when a run begins, Finish when it ends.
+// Notifier is the heartbeat: Start when a run begins (Sync calls it while
+// the run works), Finish when it ends, only once Start has returned.
 type Notifier interface {
 	Start(ctx context.Context) error
 	Finish(ctx context.Context, ok bool, summary string) error
@@ -119,8 +121,22 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 			log.Warn("heartbeat ping failed", "err", err)
 		}
 	}
+	// The start ping goes out while the run works: it is an HTTPS request
+	// (a TLS handshake, on a laptop's slow link several round trips) that
+	// would otherwise come before every pull. The finish ping waits for
+	// it, so the monitor sees the two in order, and a run that ends early
+	// still lets it finish.
+	startPing := func() error { return nil }
 	if opts.Notifier != nil && !opts.DryRun {
-		notify(opts.Notifier.Start(ctx))
+		sent := make(chan error, 1)
+		go func() { sent <- opts.Notifier.Start(ctx) }()
+		var once sync.Once
+		var startErr error
+		startPing = func() error {
+			once.Do(func() { startErr = <-sent })
+			return startErr
+		}
+		defer startPing()
 	}
 
 	st, err := openState(wsDir, opts.DryRun)
@@ -189,6 +205,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		log.Error("ingest failed", "err", ingErr)
 	}
 	if opts.Notifier != nil && !opts.DryRun {
+		notify(startPing())
 		notify(opts.Notifier.Finish(ctx, r.Outcome == receipts.OutcomeOK, r.Summary()))
 	}
 	b.Finish(opts.Now())

@@ -218,3 +218,48 @@ func TestHeartbeatBadURL(t *testing.T) {
 		t.Fatalf("%d handoffs left in the inbox, want all 8 untouched", n)
 	}
 }
+
+// TestHeartbeatStartOverlapsTheRun: the start ping goes out while the run
+// works. The ping server answers /start only once the run has archived a
+// handoff (or after 20 s): a run that waited for that answer before it
+// pulled would be held the whole time and archive nothing meanwhile. The
+// finish ping still comes after the start ping's answer.
+func TestHeartbeatStartOverlapsTheRun(t *testing.T) {
+	w, env := heartbeatWorld(t, "")
+	processed := filepath.Join(w.inboxes[0], "processed")
+	var mu sync.Mutex
+	var answered []string
+	pulledFirst := false
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		if strings.HasSuffix(r.URL.Path, "/start") {
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if ents, _ := os.ReadDir(processed); len(ents) > 0 {
+					pulledFirst = true
+					break
+				}
+			}
+		}
+		mu.Lock()
+		answered = append(answered, r.URL.Path)
+		mu.Unlock()
+		io.WriteString(rw, "OK")
+	}))
+	defer srv.Close()
+	r := runHandoff(t, env, "sync", "--manifest", w.manifest, "--ping", srv.URL+"/check", "--ping-timeout", "30s")
+	if r.code != 0 {
+		t.Fatalf("sync exit %d: %v", r.code, r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !pulledFirst {
+		t.Error("nothing was archived while the start ping waited for its answer: the run held its pulls for it")
+	}
+	if len(answered) != 2 || answered[0] != "/check/start" || answered[1] != "/check" {
+		t.Errorf("pings answered %v, want /check/start, then /check", answered)
+	}
+	if rc := latestReceipt(t, w.ws); rc.Outcome != "ok" || !rc.Notify.OK {
+		t.Errorf("receipt outcome %s notify %+v", rc.Outcome, rc.Notify)
+	}
+	w.checkConverged(nil, mixedResults)
+}
