@@ -277,14 +277,7 @@ func TestOverlay(t *testing.T) {
 // Put returns, because the caller archives the remote copy right after.
 // Not parallel: it reads the process-wide fsync counter.
 func TestDirPutSyncsEntriesLeftByACrash(t *testing.T) {
-	dir := filepath.Join(tempRoot(t), "spool")
-	data := fixture(t, "handoff.md")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, spool.Name(sha(data))), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data := leftByACrash(t)
 	before := durable.Syncs()
 	s, err := spool.Open(dir)
 	if err != nil {
@@ -307,14 +300,7 @@ func TestDirPutSyncsEntriesLeftByACrash(t *testing.T) {
 // never asked (an idle tick's) syncs nothing, and a read-only Dir never
 // syncs. Not parallel: it reads the process-wide fsync counter.
 func TestDirSyncsOnceBeforeFirstUse(t *testing.T) {
-	dir := filepath.Join(tempRoot(t), "spool")
-	data := fixture(t, "handoff.md")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, spool.Name(sha(data))), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, data := leftByACrash(t)
 	before := durable.Syncs()
 	idle, err := spool.Open(dir)
 	if err != nil {
@@ -368,6 +354,22 @@ func TestDirSyncsOnceBeforeFirstUse(t *testing.T) {
 	if n := durable.Syncs() - before; n != 0 {
 		t.Errorf("a read-only spool fsynced %d times; want 0", n)
 	}
+}
+
+// leftByACrash makes a spool directory holding one whole entry, written
+// as a crash before the directory's fsync would leave it, and returns the
+// directory and the entry's content.
+func leftByACrash(t *testing.T) (string, []byte) {
+	t.Helper()
+	dir := filepath.Join(tempRoot(t), "spool")
+	data := fixture(t, "handoff.md")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, spool.Name(sha(data))), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, data
 }
 
 // sha is the hex SHA-256 of data, computed here, not by the package.
