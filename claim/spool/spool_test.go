@@ -288,7 +288,7 @@ func TestDirPutSyncsEntriesLeftByACrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	if durable.Syncs() == before {
-		t.Error("neither Open nor Put fsynced the spool directory, yet Put reported the content durable")
+		t.Error("the spool directory was not fsynced, yet Put reported the content durable")
 	}
 }
 
