@@ -30,6 +30,7 @@ import (
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/durable"
+	"github.com/handoff-sync/handoff/internal/gctune"
 	"github.com/handoff-sync/handoff/internal/layout"
 )
 
@@ -118,6 +119,9 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 		screened bool
 	}{{"transactional", true}, {"transactional-unscreened", false}} {
 		b.Run(v.name, func(b *testing.B) {
+			// As sync runs it; bench/ingest.sh gives each applier a
+			// process of its own, so the naive one keeps Go's default.
+			gctune.Start()
 			screenInjection = v.screened
 			defer func() { screenInjection = true }()
 			ctx := context.Background()

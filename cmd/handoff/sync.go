@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/gctune"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -63,6 +64,7 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	} else if c.table && (c.json || c.quiet) {
 		return usageError{errors.New("--table prints after the summary: it goes with neither --json nor --quiet")}
 	}
+	gctune.Start()
 	stop, err := startProfile("sync")
 	if err != nil {
 		return err

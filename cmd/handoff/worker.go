@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/gctune"
 )
 
 // profileEnv names a directory: when set, sync writes a CPU profile of its
@@ -48,6 +49,7 @@ func newWorkerCmd(g *globals) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewJSONHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			gctune.Start()
 			stop, err := startProfile("worker")
 			if err != nil {
 				return err
