@@ -120,6 +120,27 @@ type VFS struct {
 	// request follows them in the components before the last, as any
 	// server on a POSIX file system does.
 	FollowSymlinks bool
+	// FollowInListings makes READDIR report what a symlink points to,
+	// as LSTAT does with FollowSymlinks: nothing but REALPATH then tells
+	// a link from what it points to.
+	FollowInListings bool
+	// FollowRenameTarget makes RENAME and posix-rename follow a symlink
+	// at the new name: renaming over a link replaces what it points to.
+	FollowRenameTarget bool
+	// RealPathLexical makes REALPATH of a missing path answer the path
+	// itself, cleaned, with no symlink on its way resolved (a server
+	// that does not look).
+	RealPathLexical bool
+	// DropWrites acknowledges every WRITE and stores nothing; FSTAT on
+	// the handle then honestly reports what is stored.
+	DropWrites bool
+	// SwapDir, with SwapTarget, replaces the directory SwapDir by a
+	// symlink to SwapTarget (its subtree is dropped) just before the
+	// first mutating request (a create, MKDIR, RENAME, REMOVE or
+	// SETSTAT) naming a path inside it: a directory swapped after the
+	// client looked it up.
+	SwapDir, SwapTarget string
+	swapped             bool
 	// Writable lets OPEN create regular files (following symlinks in the
 	// last component unless SSH_FXF_EXCL is given, as open(2) does),
 	// WRITE fill them, SETSTAT change their permission bits and
@@ -128,6 +149,7 @@ type VFS struct {
 	mu       sync.Mutex
 	nodes    map[string]*Node
 	log      []string // requests, "METHOD path"
+	muts     []string // changes made, "METHOD path" with paths resolved
 }
 
 // NewVFS returns a tree holding only "/" and home (and its parents).
@@ -227,6 +249,38 @@ func (v *VFS) record(method, p string) {
 	v.mu.Unlock()
 }
 
+// Mutations returns the changes the tree went through, each "METHOD
+// path" (Create, Write, Mkdir, Remove, Setstat; "Rename from -> to"),
+// with the paths the server acted on: symlinks it followed resolved. A
+// test checks these against where the client may write.
+func (v *VFS) Mutations() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.muts...)
+}
+
+// mutated records a change; v.mu must be held.
+func (v *VFS) mutated(method, p string) {
+	v.muts = append(v.muts, method+" "+p)
+}
+
+// swap replaces SwapDir by its symlink, once, when p is inside it.
+func (v *VFS) swap(p string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p = path.Clean(p)
+	if v.SwapDir == "" || v.swapped || !(p == v.SwapDir || strings.HasPrefix(p, v.SwapDir+"/")) {
+		return
+	}
+	v.swapped = true
+	for q := range v.nodes {
+		if strings.HasPrefix(q, v.SwapDir+"/") {
+			delete(v.nodes, q)
+		}
+	}
+	v.nodes[v.SwapDir] = Symlink(v.SwapTarget)
+}
+
 // ServeSFTP implements Engine.
 func (v *VFS) ServeSFTP(ctx context.Context, rw io.ReadWriteCloser) {
 	h := &session{v: v, ctx: ctx}
@@ -269,6 +323,7 @@ func (s *session) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 		return nil, os.ErrPermission
 	}
 	flags := r.Pflags()
+	v.swap(r.Filepath)
 	p := v.resolve(r.Filepath, !flags.Excl)
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -286,22 +341,28 @@ func (s *session) Filewrite(r *sftp.Request) (io.WriterAt, error) {
 		}
 		n = &Node{Mode: 0o600, ModTime: time.Now().Truncate(time.Second)}
 		v.nodes[p] = n
+		v.mutated("Create", p)
 	}
 	if flags.Trunc {
 		n.Data, n.Size = nil, 0
 	}
-	return &writer{v: v, n: n}, nil
+	return &writer{v: v, n: n, p: p}, nil
 }
 
 // writer fills a node from WRITE requests.
 type writer struct {
 	v *VFS
 	n *Node
+	p string
 }
 
 func (w *writer) WriteAt(p []byte, off int64) (int, error) {
 	w.v.mu.Lock()
 	defer w.v.mu.Unlock()
+	w.v.mutated("Write", w.p)
+	if w.v.DropWrites {
+		return len(p), nil
+	}
 	if end := off + int64(len(p)); end > int64(len(w.n.Data)) {
 		w.n.Data = append(w.n.Data, make([]byte, end-int64(len(w.n.Data)))...)
 	}
@@ -321,7 +382,8 @@ func (s *session) Filecmd(r *sftp.Request) error {
 				return err
 			}
 		}
-		to := v.resolve(r.Target, false)
+		v.swap(r.Filepath)
+		to := v.resolve(r.Target, v.FollowRenameTarget)
 		if r.Method == "PosixRename" && v.Writable {
 			v.mu.Lock()
 			if n, ok := v.nodes[to]; ok && !n.Mode.IsDir() {
@@ -332,9 +394,10 @@ func (s *session) Filecmd(r *sftp.Request) error {
 		return v.move(v.resolve(r.Filepath, v.FollowSymlinks), to)
 	case "Mkdir":
 		v.record("Mkdir", r.Filepath)
+		v.swap(r.Filepath)
+		p := v.resolve(r.Filepath, false)
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		p := path.Clean(r.Filepath)
 		if _, ok := v.nodes[p]; ok {
 			return os.ErrExist
 		}
@@ -342,9 +405,11 @@ func (s *session) Filecmd(r *sftp.Request) error {
 			return os.ErrNotExist
 		}
 		v.nodes[p] = Dir()
+		v.mutated("Mkdir", p)
 		return nil
 	case "Remove", "Rmdir":
 		v.record("Remove", r.Filepath)
+		v.swap(r.Filepath)
 		p := v.resolve(r.Filepath, v.FollowSymlinks)
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -357,16 +422,20 @@ func (s *session) Filecmd(r *sftp.Request) error {
 			}
 		}
 		delete(v.nodes, p)
+		v.mutated("Remove", p)
 		return nil
 	case "Setstat":
 		v.record("Setstat", r.Filepath)
-		n := v.Node(v.resolve(r.Filepath, true))
+		v.swap(r.Filepath)
+		p := v.resolve(r.Filepath, true)
+		n := v.Node(p)
 		if n == nil {
 			return os.ErrNotExist
 		}
 		if attrs := r.Attributes(); v.Writable && r.AttrFlags().Permissions {
 			v.mu.Lock()
 			n.Mode = n.Mode.Type() | attrs.FileMode().Perm()
+			v.mutated("Setstat", p)
 			v.mu.Unlock()
 		}
 		return nil
@@ -396,6 +465,7 @@ func (v *VFS) move(from, to string) error {
 	}
 	delete(v.nodes, from)
 	v.nodes[to] = n
+	v.mutated("Rename", from+" -> "+to)
 	for q, c := range v.nodes {
 		if rest, ok := strings.CutPrefix(q, from+"/"); ok {
 			delete(v.nodes, q)
@@ -463,6 +533,9 @@ func (s *session) RealPath(p string) (string, error) {
 	if !path.IsAbs(p) {
 		p = path.Join(s.v.Home, p)
 	}
+	if s.v.RealPathLexical && s.v.Node(s.v.resolve(p, true)) == nil {
+		return path.Clean(p), nil
+	}
 	return s.v.resolve(p, true), nil
 }
 
@@ -474,6 +547,11 @@ func (v *VFS) children(dir string, n *Node) []os.FileInfo {
 	var out []os.FileInfo
 	for p, c := range v.nodes {
 		if p != "/" && path.Dir(p) == dir {
+			if v.FollowInListings {
+				if t := v.nodes[v.resolveLocked(p, true, 0)]; t != nil {
+					c = t
+				}
+			}
 			out = append(out, c.info(path.Base(p)))
 		}
 	}
