@@ -25,6 +25,7 @@ type Local struct{}
 var (
 	_ FS         = Local{}
 	_ TailReader = Local{}
+	_ Resolver   = Local{}
 )
 
 // NewLocal returns the local transport.
@@ -37,6 +38,15 @@ func (Local) Home(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("local: home: %w", err)
 	}
 	return home, nil
+}
+
+// RealPath is realpath(3): name with every symlink followed. A root's
+// temporary files are checked with it before they are renamed into place.
+func (Local) RealPath(ctx context.Context, name string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(name)
 }
 
 // LstatNoFollow reports true: Lstat is lstat(2).
