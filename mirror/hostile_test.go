@@ -3,7 +3,9 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +162,192 @@ func TestPublishStalledHost(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the publish was still waiting on a stalled host 30 s after its 0.5 s deadline")
+	}
+}
+
+// mutationsOutside returns the changes the server made outside the
+// mirror directory, as its mutation log records them (symlinks it
+// followed resolved).
+func mutationsOutside(v *hostile.VFS, mirror string) []string {
+	var out []string
+	inside := func(p string) bool { return p == mirror || strings.HasPrefix(p, mirror+"/") }
+	for _, m := range v.Mutations() {
+		_, rest, _ := strings.Cut(m, " ")
+		from, to, isRename := strings.Cut(rest, " -> ")
+		if !inside(from) || isRename && !inside(to) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// outsideData is every regular file outside the mirror with its bytes.
+func outsideData(v *hostile.VFS, mirror string) map[string]string {
+	out := map[string]string{}
+	for _, p := range outsideMirrorOf(v, mirror) {
+		if n := v.Node(p); n.Mode.IsRegular() {
+			out[p] = string(n.Data)
+		}
+	}
+	return out
+}
+
+func outsideMirrorOf(v *hostile.VFS, mirror string) []string {
+	var out []string
+	for _, p := range v.Paths() {
+		if p != mirror && !strings.HasPrefix(p, mirror+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func publishTo(t *testing.T, f *sshfs.FS, dir string, st *State, fs []File) (Result, *State) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return Publish(ctx, f, st, Options{Host: "hostile", Dir: dir, Files: fs, Canonical: "c", WorkspaceID: "ws-1", RunID: "r", Now: time.Now()})
+}
+
+// TestPublishSymlinkedParentNoMirrorYet: ~/.openclaw is a symlink to
+// ~/elsewhere, the mirror ~/.openclaw/mirror does not exist yet, and the
+// server's LSTAT follows symlinks and its REALPATH answers a missing path
+// without looking. The path is proved from its deepest existing
+// ancestor, whose REALPATH is ~/elsewhere. Invariant: nothing written,
+// renamed or removed anywhere, on the server's mutation log.
+func TestPublishSymlinkedParentNoMirrorYet(t *testing.T) {
+	v := hostile.NewVFS(vhome)
+	v.Writable, v.FollowSymlinks, v.RealPathLexical = true, true, true
+	v.Add(vhome+"/elsewhere", hostile.Dir())
+	v.Add(vhome+"/.openclaw", hostile.Symlink(vhome+"/elsewhere"))
+	r, _ := publishTo(t, dialVFS(t, v), "~/.openclaw/mirror", nil, files("TOOLS.md", "tools\n"))
+	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "symlink") {
+		t.Errorf("outcome %s (%s); want an error naming the symlink", r.Outcome, r.Error)
+	}
+	if m := v.Mutations(); len(m) != 0 {
+		t.Errorf("the server changed %q", m)
+	}
+}
+
+// TestPublishDroppedWrites: the server acknowledges every WRITE and
+// stores nothing; the handle's FSTAT says so. Invariant: no file that
+// does not hold its bytes is renamed into the mirror, MIRROR.json is not
+// written, and the result is an error.
+func TestPublishDroppedWrites(t *testing.T) {
+	v := hostile.NewVFS(vhome)
+	v.Writable, v.DropWrites = true, true
+	r, _ := publishTo(t, dialVFS(t, v), "~/mirror", nil, files("memory/cards/a.md", "card a\n", "TOOLS.md", "tools\n"))
+	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "did not store") {
+		t.Errorf("outcome %s (%s); want an error saying the host did not store it", r.Outcome, r.Error)
+	}
+	for _, m := range v.Mutations() {
+		if strings.HasPrefix(m, "Rename ") {
+			t.Errorf("a file was renamed into place: %s", m)
+		}
+	}
+	for _, p := range v.Paths() {
+		if n := v.Node(p); n.Mode.IsRegular() {
+			t.Errorf("%s is left on the host (%d bytes)", p, n.Size)
+		}
+	}
+	if len(r.Sent) != 0 || r.Generation != 0 {
+		t.Errorf("result says sent %q, generation %d; nothing was", r.Sent, r.Generation)
+	}
+}
+
+// TestPublishServerFollowsEverywhere: the server's LSTAT, READDIR,
+// RENAME and REMOVE all follow symlinks, so a symlinked TOOLS.md looks
+// like a regular file to everything but REALPATH. Invariant: nothing
+// outside the mirror is written, renamed or removed (mutation log), and
+// every file outside keeps its bytes; the mirror fails naming the entry.
+func TestPublishServerFollowsEverywhere(t *testing.T) {
+	setup := func() *hostile.VFS {
+		v := hostile.NewVFS(vhome)
+		v.Writable, v.FollowSymlinks, v.FollowInListings, v.FollowRenameTarget = true, true, true, true
+		v.Add(vhome+"/outside/TOOLS.md", hostile.File("the victim's tools\n"))
+		v.Add(vhome+"/outside/stale-victim.md", hostile.File("the victim's card\n"))
+		return v
+	}
+	fs := files("memory/cards/a.md", "card a\n", "TOOLS.md", "tools\n")
+	t.Run("symlinked document", func(t *testing.T) {
+		v := setup()
+		v.Add(vhome+"/mirror/TOOLS.md", hostile.Symlink(vhome+"/outside/TOOLS.md"))
+		before := outsideData(v, vhome+"/mirror")
+		r, _ := publishTo(t, dialVFS(t, v), "~/mirror", nil, fs)
+		if r.Outcome != OutcomeError || !strings.Contains(r.Error, "TOOLS.md") {
+			t.Errorf("outcome %s (%s); want an error naming TOOLS.md", r.Outcome, r.Error)
+		}
+		if m := mutationsOutside(v, vhome+"/mirror"); len(m) != 0 {
+			t.Errorf("changed outside the mirror: %q", m)
+		}
+		if after := outsideData(v, vhome+"/mirror"); !maps.Equal(before, after) {
+			t.Errorf("outside the mirror: %q, then %q", before, after)
+		}
+	})
+	t.Run("symlinked stray card", func(t *testing.T) {
+		v := setup()
+		f := dialVFS(t, v)
+		r, st := publishTo(t, f, "~/mirror", nil, fs)
+		mustOK(t, r)
+		v.Add(vhome+"/mirror/memory/cards/stale-victim.md", hostile.Symlink(vhome+"/outside/stale-victim.md"))
+		before := outsideData(v, vhome+"/mirror")
+		r, _ = publishTo(t, f, "~/mirror", st, fs)
+		if r.Outcome != OutcomeError || !strings.Contains(r.Error, "stale-victim.md") {
+			t.Errorf("outcome %s (%s); want an error naming stale-victim.md", r.Outcome, r.Error)
+		}
+		if m := mutationsOutside(v, vhome+"/mirror"); len(m) != 0 {
+			t.Errorf("changed outside the mirror: %q", m)
+		}
+		if after := outsideData(v, vhome+"/mirror"); !maps.Equal(before, after) {
+			t.Errorf("outside the mirror: %q, then %q", before, after)
+		}
+	})
+}
+
+// TestPublishDirSwappedAfterLookup: at the first mutating request inside
+// the mirror, the server swaps the mirror directory for a symlink to
+// ~/outside. The temporary file lands outside (no SFTP client can stop
+// that), but its real place is checked before its rename. Invariant:
+// nothing outside the mirror is renamed over or removed but the
+// publisher's own temporary file, every file outside keeps its bytes,
+// none is left behind, and the mirror fails.
+func TestPublishDirSwappedAfterLookup(t *testing.T) {
+	v := hostile.NewVFS(vhome)
+	v.Writable = true
+	v.Add(vhome+"/mirror", hostile.Dir())
+	v.Add(vhome+"/outside/TOOLS.md", hostile.File("the victim's tools\n"))
+	v.Add(vhome+"/outside/MIRROR.json", hostile.File("the victim's json\n"))
+	v.SwapDir, v.SwapTarget = vhome+"/mirror", vhome+"/outside"
+	before := outsideData(v, vhome+"/mirror")
+	r, _ := publishTo(t, dialVFS(t, v), "~/mirror", nil, files("TOOLS.md", "tools\n"))
+	if r.Outcome != OutcomeError {
+		t.Errorf("outcome %s; want an error", r.Outcome)
+	}
+	for _, m := range mutationsOutside(v, vhome+"/mirror") {
+		_, p, _ := strings.Cut(m, " ")
+		if !strings.HasPrefix(path.Base(p), tmpPrefix) {
+			t.Errorf("changed outside the mirror: %s", m)
+		}
+	}
+	if after := outsideData(v, vhome+"/mirror"); !maps.Equal(before, after) {
+		t.Errorf("outside the mirror: %q, then %q", before, after)
+	}
+}
+
+// TestPublishHomeIsRoot: a login whose home is "/" (an SFTP-only chroot)
+// gets its mirror at /.openclaw/mirror, which is inside that home.
+// Invariant: nothing is made outside the mirror's path.
+func TestPublishHomeIsRoot(t *testing.T) {
+	v := hostile.NewVFS("/")
+	v.Writable = true
+	r, _ := publishTo(t, dialVFS(t, v), "~/.openclaw/mirror", nil, files("TOOLS.md", "tools\n"))
+	mustOK(t, r)
+	if got := string(v.Node("/.openclaw/mirror/TOOLS.md").Data); got != "tools\n" {
+		t.Errorf("TOOLS.md holds %q", got)
+	}
+	for _, m := range mutationsOutside(v, "/.openclaw/mirror") {
+		if m != "Mkdir /.openclaw" && m != "Setstat /.openclaw" {
+			t.Errorf("changed outside the mirror's path: %s", m)
+		}
 	}
 }

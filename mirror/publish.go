@@ -43,11 +43,15 @@ type Options struct {
 	// SHA256SUMS and MIRROR.json are added.
 	Files     []File
 	Canonical string // the canonical host's name, for MIRROR.json
-	RunID     string
-	Now       time.Time
-	DryRun    bool // plan only: list, write nothing
-	Log       *slog.Logger
-	Parallel  int // files written at once; 0 means 16
+	// WorkspaceID is the publishing workspace's identity: MIRROR.json
+	// carries it, and a mirror whose MIRROR.json names another is not
+	// written.
+	WorkspaceID string
+	RunID       string
+	Now         time.Time
+	DryRun      bool // plan only: list, write nothing
+	Log         *slog.Logger
+	Parallel    int // files written at once; 0 means 16
 }
 
 // Result is what a publish did (or, in a dry run, would do).
@@ -66,6 +70,7 @@ type Info struct {
 	Format      int       `json:"format"`
 	Canonical   string    `json:"canonical_host"`
 	Host        string    `json:"host"`
+	WorkspaceID string    `json:"workspace_id,omitempty"`
 	RunID       string    `json:"run_id"`
 	PublishedAt time.Time `json:"published_at"`
 	Generation  int64     `json:"generation"`
@@ -108,12 +113,18 @@ func Publish(ctx context.Context, fsys transport.FS, prev *State, o Options) (Re
 
 type publisher struct {
 	fsys transport.FS
-	w    transport.Writer
+	root *transport.Root
 	o    Options
 	prev *State
 	next *State
 	dir  string // absolute
 	home string
+
+	mu      sync.Mutex
+	sent    map[string]bool // written and renamed into place
+	removed map[string]bool
+	wrote   int64 // the generation a MIRROR.json this publish wrote names
+	nextGen int64 // the generation of the MIRROR.json being written
 }
 
 // listing is one directory of the mirror as the host listed it.
@@ -122,13 +133,15 @@ type listing struct {
 	err     error
 }
 
-func (p *publisher) run(ctx context.Context) (Result, error) {
-	res := Result{Sent: []string{}, Removed: []string{}}
-	w, ok := p.fsys.(transport.Writer)
-	if !ok {
+// maxInfo bounds the host's MIRROR.json as the publisher reads it.
+const maxInfo = 64 << 10
+
+func (p *publisher) run(ctx context.Context) (res Result, err error) {
+	res = Result{Sent: []string{}, Removed: []string{}}
+	p.sent, p.removed = map[string]bool{}, map[string]bool{}
+	if _, ok := p.fsys.(transport.Writer); !ok {
 		return res, errors.New("this transport cannot write files")
 	}
-	p.w = w
 	home, err := p.fsys.Home(ctx)
 	if err != nil {
 		return res, err
@@ -139,7 +152,7 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("%q is not an absolute path", dir)
 	}
 	p.dir = dir
-	if dir == "/" || dir == p.home || strings.HasPrefix(p.home+"/", dir+"/") {
+	if dir == "/" || dir == p.home || strings.HasPrefix(strings.TrimSuffix(p.home, "/")+"/", dir+"/") {
 		return res, fmt.Errorf("%s is the login's home directory or above it; a mirror needs a directory of its own", dir)
 	}
 	files, err := p.fileSet()
@@ -147,55 +160,47 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		return res, err
 	}
 
-	// One wave: the path's components, its resolution, and every
-	// directory of the mirror, all at once.
-	chain, base := p.chain()
+	// One wave: the proof of the mirror's path (transport.OpenRoot) and
+	// every directory of the mirror, listed at once. The listings are
+	// used only once the path is proved.
+	ro := transport.RootOptions{Base: "/", CreateLast: true}
+	if strings.HasPrefix(dir, strings.TrimSuffix(p.home, "/")+"/") {
+		ro = transport.RootOptions{Base: p.home, Create: true}
+	}
 	var (
 		wg        sync.WaitGroup
-		stats     = make([]error, len(chain))
-		infos     = make([]transport.FileInfo, len(chain))
 		lists     = make([]listing, len(dirs))
-		realDir   string
-		realBase  string
-		realErr   error
 		maxListed = 2*len(files) + 1000
+		rootErr   error
 	)
-	for i, c := range chain {
-		wg.Go(func() { infos[i], stats[i] = p.fsys.Lstat(ctx, c) })
-	}
 	for i, d := range dirs {
 		wg.Go(func() {
 			ents, err := p.fsys.ReadDir(ctx, path.Join(dir, d), maxListed)
 			lists[i] = listing{ents, err}
 		})
 	}
-	rs, resolves := p.fsys.(transport.Resolver)
-	var baseErr error
-	if resolves {
-		wg.Go(func() { realDir, realErr = rs.RealPath(ctx, dir) })
-		wg.Go(func() { realBase, baseErr = rs.RealPath(ctx, base) })
+	if p.o.DryRun {
+		// A dry run proves what exists and creates nothing.
+		ro.Create, ro.CreateLast = false, false
 	}
+	wg.Go(func() { p.root, rootErr = transport.OpenRoot(ctx, p.fsys, dir, ro) })
 	wg.Wait()
-	if realErr == nil {
-		realErr = baseErr
-	}
-
-	missing, err := p.checkChain(chain, base, infos, stats)
-	if err != nil {
-		return res, err
-	}
-	if missing == len(chain) && resolves {
-		rel := strings.TrimPrefix(strings.TrimPrefix(dir, base), "/")
-		if realErr != nil {
-			return res, fmt.Errorf("resolve %s: %w", dir, realErr)
+	fresh := false // the mirror directory does not exist yet
+	if rootErr != nil {
+		if !p.o.DryRun || !errors.Is(rootErr, transport.ErrNotExist) {
+			return res, rootErr
 		}
-		if want := path.Join(realBase, rel); realDir != want {
-			return res, fmt.Errorf("%s resolves to %s, not %s: a symlink is on the path (the server's LSTAT follows symlinks)", dir, realDir, want)
-		}
+		fresh = true
+	}
+	if lists[0].err != nil && !errors.Is(lists[0].err, transport.ErrNotExist) {
+		return res, fmt.Errorf("list %s: %w", dir, lists[0].err)
+	}
+	if errors.Is(lists[0].err, transport.ErrNotExist) {
+		fresh = true // made just now, or in a dry run not at all
 	}
 	remote := map[string]transport.FileInfo{}
-	var leftovers []string
-	if missing == len(chain) {
+	leftovers := map[string]transport.FileInfo{}
+	if !fresh {
 		remote, leftovers, err = p.checkListings(lists, files)
 		if err != nil {
 			return res, err
@@ -219,23 +224,97 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 			removes = append(removes, rel)
 		}
 	}
+	infoFI, hasInfo := remote[InfoFile]
+	infoStale := !p.infoCurrent(infoFI)
+
+	// The second wave, only where it is needed: the host's MIRROR.json
+	// when it is not the one the last publish wrote, and, where the
+	// host's LSTAT cannot be trusted, the proof of every entry that is
+	// to be replaced or removed and of every directory written into.
+	var (
+		hostInfo *Info
+		infoErr  error
+		proofs   = map[string]error{}
+		pmu      sync.Mutex
+	)
+	if hasInfo && infoStale {
+		wg.Go(func() { hostInfo, infoErr = p.readInfo(ctx, infoFI) })
+	}
+	if p.root != nil {
+		// On a host whose LSTAT can be trusted, Prove asks nothing.
+		prove := func(rel string, fi transport.FileInfo) {
+			wg.Go(func() {
+				err := p.root.Prove(ctx, rel, fi)
+				pmu.Lock()
+				proofs[rel] = err
+				pmu.Unlock()
+			})
+		}
+		for i, d := range dirs[1:] {
+			if lists[i+1].err == nil {
+				prove(d, transport.FileInfo{Mode: fs.ModeDir})
+			}
+		}
+		for _, f := range sends {
+			if fi, ok := remote[f.Path]; ok {
+				prove(f.Path, fi)
+			}
+		}
+		for _, rel := range removes {
+			prove(rel, remote[rel])
+		}
+		if hasInfo {
+			prove(InfoFile, infoFI)
+		}
+		for rel, fi := range leftovers {
+			prove(rel, fi)
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	for _, rel := range slices.Sorted(maps.Keys(proofs)) {
+		if err := proofs[rel]; err != nil {
+			return res, fmt.Errorf("left alone, and nothing published: %w", err)
+		}
+	}
+	if hostInfo != nil && hostInfo.WorkspaceID != "" && p.o.WorkspaceID != "" && hostInfo.WorkspaceID != p.o.WorkspaceID {
+		return res, &ForeignError{Dir: dir, Theirs: hostInfo.WorkspaceID, Ours: p.o.WorkspaceID}
+	}
+	// What the mirror holds is ours to remove only once this workspace
+	// has published there: its MIRROR.json names this workspace, or the
+	// last publish recorded was to this directory.
+	ours := p.prev.Dir == dir && p.prev.Generation > 0 ||
+		hostInfo != nil && hostInfo.WorkspaceID != "" && hostInfo.WorkspaceID == p.o.WorkspaceID
+	if !ours && len(removes) > 0 {
+		p.o.Log.Info("mirror: not removing what this workspace has not published", "host", p.o.Host, "dir", dir, "files", len(removes))
+		removes = nil
+	}
+
 	changed := len(sends) > 0 || len(removes) > 0
 	gen := p.prev.Generation
+	if hostInfo != nil {
+		gen = max(gen, hostInfo.Generation)
+	}
 	if changed {
 		gen++
 	}
-	infoStale := changed || !p.infoCurrent(remote[InfoFile])
-	for _, f := range sends {
-		res.Sent = append(res.Sent, f.Path)
-		res.Bytes += int64(len(f.Data))
-	}
-	if infoStale {
-		res.Sent = append(res.Sent, InfoFile)
-	}
-	res.Removed = append(res.Removed, removes...)
-	res.Generation = gen
+	infoStale = infoStale || changed
 	if p.o.DryRun {
+		for _, f := range sends {
+			res.Sent = append(res.Sent, f.Path)
+			res.Bytes += int64(len(f.Data))
+		}
+		if infoStale {
+			res.Sent = append(res.Sent, InfoFile)
+		}
+		res.Removed = append(res.Removed, removes...)
+		res.Generation = gen
 		return res, nil
+	}
+	if infoErr != nil {
+		p.o.Log.Info("mirror: the host's MIRROR.json is not readable; it is rewritten", "host", p.o.Host, "err", infoErr)
 	}
 
 	next := &State{Host: p.o.Host, Dir: dir, Generation: p.prev.Generation, RunID: p.prev.RunID,
@@ -250,20 +329,41 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		defer mu.Unlock()
 		next.Files[rel] = s
 	}
-
-	for _, c := range chain[missing:] {
-		if err := p.fsys.Mkdir(ctx, c); err != nil {
-			return res, err
+	// report fills res with what was done so far, whatever happens next:
+	// a receipt must not contradict the host.
+	defer func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, f := range sends {
+			if p.sent[f.Path] {
+				res.Sent = append(res.Sent, f.Path)
+				res.Bytes += int64(len(f.Data))
+			}
 		}
-	}
-	info := Info{Format: 1, Canonical: p.o.Canonical, Host: p.o.Host, RunID: p.o.RunID,
+		if p.sent[InfoFile] {
+			res.Sent = append(res.Sent, InfoFile)
+		}
+		for _, rel := range removes {
+			if p.removed[rel] {
+				res.Removed = append(res.Removed, rel)
+			}
+		}
+		res.Generation = max(p.wrote, p.prev.Generation)
+	}()
+
+	info := Info{Format: 1, Canonical: p.o.Canonical, Host: p.o.Host, WorkspaceID: p.o.WorkspaceID, RunID: p.o.RunID,
 		PublishedAt: p.o.Now.UTC(), Generation: gen, Files: len(files) - 1} // as SHA256SUMS lists them
+	var infoOld *transport.FileInfo
+	if hasInfo {
+		infoOld = &infoFI
+	}
 	if changed {
-		s, err := p.putInfo(ctx, info)
+		s, err := p.putInfo(ctx, info, infoOld)
 		if err != nil {
 			return res, err
 		}
 		stamp(InfoFile, s)
+		infoOld = &transport.FileInfo{Name: InfoFile, Size: s.Size, ModTime: s.ModTime, Mode: fileMode}
 		failpoint.Inject("mirror.opened")
 	}
 	if err := p.mkdirs(ctx, lists, sends); err != nil {
@@ -279,9 +379,15 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 			body = append(body, f)
 		}
 	}
+	oldOf := func(rel string) *transport.FileInfo {
+		if fi, ok := remote[rel]; ok {
+			return &fi
+		}
+		return nil
+	}
 	err = fanout.Each(ctx, len(body), p.o.Parallel, func(ctx context.Context, i int) error {
 		f := body[i]
-		s, err := p.put(ctx, f.Path, f.Data)
+		s, err := p.put(ctx, f.Path, f.Data, oldOf(f.Path))
 		if err != nil {
 			return err
 		}
@@ -293,7 +399,7 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	if sums != nil {
-		s, err := p.put(ctx, sums.Path, sums.Data)
+		s, err := p.put(ctx, sums.Path, sums.Data, oldOf(sums.Path))
 		if err != nil {
 			return res, err
 		}
@@ -302,20 +408,23 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		failpoint.Inject("mirror.sums-written")
 	}
 	for _, rel := range removes {
-		if err := p.fsys.Remove(ctx, path.Join(dir, rel)); err != nil && !errors.Is(err, transport.ErrNotExist) {
+		if err := p.root.Remove(ctx, rel, remote[rel]); err != nil && !errors.Is(err, transport.ErrNotExist) {
 			return res, err
 		}
+		p.mu.Lock()
+		p.removed[rel] = true
+		p.mu.Unlock()
 		delete(next.Files, rel)
 		failpoint.Inject("mirror.removed")
 	}
-	for _, name := range leftovers {
-		if err := p.fsys.Remove(ctx, name); err != nil && !errors.Is(err, transport.ErrNotExist) {
-			p.o.Log.Warn("mirror: could not remove a leftover temporary file", "host", p.o.Host, "file", name, "err", err)
+	for _, rel := range slices.Sorted(maps.Keys(leftovers)) {
+		if err := p.root.Remove(ctx, rel, leftovers[rel]); err != nil && !errors.Is(err, transport.ErrNotExist) {
+			p.o.Log.Warn("mirror: could not remove a leftover temporary file", "host", p.o.Host, "file", p.root.Path(rel), "err", err)
 		}
 	}
 	if infoStale {
 		info.Complete = true
-		s, err := p.putInfo(ctx, info)
+		s, err := p.putInfo(ctx, info, infoOld)
 		if err != nil {
 			return res, err
 		}
@@ -326,6 +435,30 @@ func (p *publisher) run(ctx context.Context) (Result, error) {
 		p.o.Log.Info("mirror published", "host", p.o.Host, "dir", dir, "sent", len(sends), "removed", len(removes), "generation", gen)
 	}
 	return res, nil
+}
+
+// ForeignError is a mirror whose MIRROR.json names another workspace:
+// nothing is written there (docs/mirror.md, "One workspace per mirror").
+type ForeignError struct {
+	Dir, Theirs, Ours string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("%s belongs to workspace %s, not this workspace %s; nothing written (to hand it over, remove %s on the host, see docs/mirror.md)",
+		e.Dir, e.Theirs, e.Ours, path.Join(e.Dir, InfoFile))
+}
+
+// readInfo reads the host's MIRROR.json, listed as fi, bounded.
+func (p *publisher) readInfo(ctx context.Context, fi transport.FileInfo) (*Info, error) {
+	data, _, err := transport.ReadListed(ctx, p.fsys, path.Join(p.dir, InfoFile), fi, maxInfo)
+	if err != nil {
+		return nil, err
+	}
+	var info Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("%s: %w", InfoFile, err)
+	}
+	return &info, nil
 }
 
 // fileSet is o.Files and SHA256SUMS, checked: every path is in one of the
@@ -351,64 +484,18 @@ func (p *publisher) fileSet() ([]File, error) {
 	return append(files, NewFile(SumsFile, sums.Bytes())), nil
 }
 
-// chain returns the paths from the first component below base down to
-// the mirror directory, and base: the login's home for a mirror inside
-// it, else "/".
-func (p *publisher) chain() ([]string, string) {
-	base := "/"
-	if strings.HasPrefix(p.dir, p.home+"/") {
-		base = p.home
-	}
-	var chain []string
-	for d := p.dir; d != base; d = path.Dir(d) {
-		chain = append(chain, d)
-	}
-	slices.Reverse(chain)
-	return chain, base
-}
-
-// checkChain checks the path's components and returns how many exist
-// (the rest are missing and get created). Every existing one must be a
-// directory, never a symlink; only directories inside the login's home,
-// and the mirror directory itself, may be created.
-func (p *publisher) checkChain(chain []string, base string, infos []transport.FileInfo, errs []error) (int, error) {
-	missing := len(chain)
-	for i, c := range chain {
-		err := errs[i]
-		switch {
-		case errors.Is(err, transport.ErrNotExist):
-			if missing == len(chain) {
-				missing = i
-			}
-			continue
-		case err != nil:
-			return 0, fmt.Errorf("lstat %s: %w", c, err)
-		case missing < i:
-			return 0, fmt.Errorf("%s exists below the missing %s: the host's answers disagree", c, chain[missing])
-		case infos[i].IsSymlink():
-			return 0, fmt.Errorf("%s is a symlink; a mirror's path must be real directories", c)
-		case !infos[i].IsDir():
-			return 0, fmt.Errorf("%s is a %s, not a directory", c, transport.Kind(infos[i].Mode))
-		}
-	}
-	if base == "/" && missing < len(chain)-1 {
-		return 0, fmt.Errorf("%s does not exist; outside the login's home only the mirror directory itself is created", chain[missing])
-	}
-	return missing, nil
-}
-
 // checkListings checks the mirror's directories as listed and returns its
 // regular files by relative path, and the publisher's leftover temporary
-// files (full paths). Anything that is neither a regular file nor a
+// files, also by relative path. Anything that is neither a regular file nor a
 // directory, a directory where a file of the mirror goes, and a name no
 // file could have stop the mirror.
-func (p *publisher) checkListings(lists []listing, files []File) (map[string]transport.FileInfo, []string, error) {
+func (p *publisher) checkListings(lists []listing, files []File) (map[string]transport.FileInfo, map[string]transport.FileInfo, error) {
 	want := map[string]bool{InfoFile: true}
 	for _, f := range files {
 		want[f.Path] = true
 	}
 	remote := map[string]transport.FileInfo{}
-	var leftovers []string
+	leftovers := map[string]transport.FileInfo{}
 	for i, d := range dirs {
 		l := lists[i]
 		if errors.Is(l.err, transport.ErrNotExist) {
@@ -433,7 +520,7 @@ func (p *publisher) checkListings(lists []listing, files []File) (map[string]tra
 			case slices.Contains(dirs, rel):
 				return nil, nil, fmt.Errorf("%s is a file where the mirror keeps a directory", full)
 			case ours(e.Name):
-				leftovers = append(leftovers, full)
+				leftovers[rel] = e
 			default:
 				remote[rel] = e
 			}
@@ -469,71 +556,51 @@ func (p *publisher) mkdirs(ctx context.Context, lists []listing, sends []File) e
 		if d == "." || !need[d] || lists[i].err == nil {
 			continue
 		}
-		if err := p.fsys.Mkdir(ctx, path.Join(p.dir, d)); err != nil && !errors.Is(err, transport.ErrExist) {
+		if err := p.root.Mkdir(ctx, d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// put writes data to rel: under a temporary name, then renamed over the
-// old file. It returns the stamp of what it wrote.
-func (p *publisher) put(ctx context.Context, rel string, data []byte) (Stamp, error) {
-	full := path.Join(p.dir, rel)
-	tmp := path.Join(path.Dir(full), tmpPrefix+token())
-	fi, synced, err := p.w.WriteNew(ctx, tmp, data, fileMode)
+// put writes data to rel, which the host listed as old (nil: not there):
+// under a temporary name, checked to hold every byte, then renamed over
+// the old file (transport.Root.Replace). It returns the stamp of what it
+// wrote.
+func (p *publisher) put(ctx context.Context, rel string, data []byte, old *transport.FileInfo) (Stamp, error) {
+	tmp := path.Join(path.Dir(rel), tmpPrefix+token())
+	fi, synced, err := p.root.WriteNew(ctx, tmp, data, fileMode)
 	if err != nil {
 		return Stamp{}, err
 	}
 	if !synced {
-		p.o.Log.Debug("mirror: the server offers no fsync; written without it", "host", p.o.Host, "file", full)
+		p.o.Log.Debug("mirror: the server offers no fsync; written without it", "host", p.o.Host, "file", p.root.Path(rel))
 	}
 	failpoint.Inject("mirror.tmp-written")
-	err = p.w.Replace(ctx, tmp, full)
-	if errors.Is(err, transport.ErrUnsupported) {
-		err = p.swap(ctx, tmp, full)
-	}
-	if err == nil {
-		failpoint.Inject("mirror.replaced")
-	}
-	if err != nil {
-		if rerr := p.fsys.Remove(ctx, tmp); rerr != nil {
-			p.o.Log.Debug("mirror: remove a temporary file", "host", p.o.Host, "file", tmp, "err", rerr)
-		}
+	if err := p.root.Replace(ctx, tmp, rel, old, path.Join(path.Dir(rel), asidePrefix+token())); err != nil {
 		return Stamp{}, err
 	}
+	failpoint.Inject("mirror.replaced")
+	p.mu.Lock()
+	p.sent[rel] = true
+	if rel == InfoFile {
+		p.wrote = p.nextGen
+	}
+	p.mu.Unlock()
 	return Stamp{Size: fi.Size, ModTime: fi.ModTime}, nil
 }
 
-// swap puts tmp in full's place on a server that cannot replace in one
-// step: full is moved aside, tmp renamed to full, the old one removed. In
-// between, full is missing, never wrong.
-func (p *publisher) swap(ctx context.Context, tmp, full string) error {
-	err := p.fsys.Rename(ctx, tmp, full)
-	if !errors.Is(err, transport.ErrExist) {
-		return err
-	}
-	aside := path.Join(path.Dir(full), asidePrefix+token())
-	if err := p.fsys.Rename(ctx, full, aside); err != nil && !errors.Is(err, transport.ErrNotExist) {
-		return err
-	}
-	if err := p.fsys.Rename(ctx, tmp, full); err != nil {
-		return err
-	}
-	if err := p.fsys.Remove(ctx, aside); err != nil && !errors.Is(err, transport.ErrNotExist) {
-		p.o.Log.Warn("mirror: could not remove the old copy; the next run does", "host", p.o.Host, "file", aside, "err", err)
-	}
-	return nil
-}
-
-// putInfo writes MIRROR.json.
-func (p *publisher) putInfo(ctx context.Context, info Info) (Stamp, error) {
+// putInfo writes MIRROR.json over old (nil: not there).
+func (p *publisher) putInfo(ctx context.Context, info Info, old *transport.FileInfo) (Stamp, error) {
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return Stamp{}, err
 	}
 	f := NewFile(InfoFile, append(data, '\n'))
-	s, err := p.put(ctx, InfoFile, f.Data)
+	p.mu.Lock()
+	p.nextGen = info.Generation
+	p.mu.Unlock()
+	s, err := p.put(ctx, InfoFile, f.Data, old)
 	s.SHA256 = f.SHA256
 	return s, err
 }
