@@ -90,12 +90,14 @@ type puller struct {
 	report      HostReport
 	deferred    map[string]map[string]int // inbox -> reason -> deferrals
 	archiveErrs []error
-	deniedInbox string             // the first inbox an archive failed in for want of permission
-	dirs        map[string]bool    // archive directories known to exist
-	absent      map[string]bool    // archive directories the inbox's listing did not hold
-	notDirs     map[string]bool    // archive names the inbox's listing showed as something else
-	making      singleflight.Group // one ensureDir per directory at a time
-	scanned     int                // inboxes discovered and listed, set before the pipeline starts
+	deniedInbox string                        // the first inbox an archive failed in for want of permission
+	roots       map[string]*transport.Root    // each inbox's: every move in it goes through it
+	dirs        map[string]bool               // archive directories known to exist, proved
+	listedDirs  map[string]transport.FileInfo // archive directories the inbox's listing showed, not yet proved
+	absent      map[string]bool               // archive directories the inbox's listing did not hold
+	notDirs     map[string]bool               // archive names the inbox's listing showed as something else
+	making      singleflight.Group            // one ensureDir per directory at a time
+	scanned     int                           // inboxes discovered and listed, set before the pipeline starts
 }
 
 // openLimit bounds the ReadFile calls in flight on an FS.
@@ -113,7 +115,7 @@ func (o *openLimit) ReadFile(ctx context.Context, name string, limit int64) ([]b
 }
 
 // LstatNoFollow is the underlying transport's (transport.LinkSafe).
-func (o *openLimit) LstatNoFollow() bool { return linkSafe(o.FS) }
+func (o *openLimit) LstatNoFollow() bool { return transport.IsLinkSafe(o.FS) }
 
 // LstatAll is the underlying transport's, if it has one
 // (transport.Batcher), else one Lstat each.
@@ -164,8 +166,12 @@ func (p *puller) run(ctx context.Context) error {
 	p.log.Debug("discovered", "host", p.cfg.Host, "inboxes", len(inboxes), "took", time.Since(began))
 	p.deferred = map[string]map[string]int{}
 	p.dirs, p.absent, p.notDirs = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	p.roots, p.listedDirs = map[string]*transport.Root{}, map[string]transport.FileInfo{}
 	var work []*Inbox
 	for _, in := range inboxes {
+		// Discovery proved the inbox a real directory; its moves are
+		// confined to it.
+		p.roots[in.Path] = transport.NewRoot(p.fsys, in.Path, "")
 		if in.FollowsSymlinks {
 			p.quirk(QuirkFollowsSymlinks)
 		}
@@ -178,7 +184,7 @@ func (p *puller) run(ctx context.Context) error {
 				case !ok:
 					p.absent[d] = true
 				case fi.IsDir():
-					p.dirs[d] = true
+					p.listedDirs[d] = fi
 				default:
 					p.notDirs[d] = true
 				}
@@ -731,15 +737,17 @@ func (pl *pipeline) archive(batch []claimed) {
 
 // archive renames a stored source to its archive name. A destination that
 // already holds the same bytes means an earlier run got this far: the source
-// copy is then removed.
+// copy is then removed. Every move goes through the inbox's root.
 func (p *puller) archive(ctx context.Context, c *claimed) error {
 	inbox := c.src.Inbox
-	if err := p.ensureDir(ctx, path.Join(inbox, path.Dir(c.src.ArchivedAs))); err != nil {
+	if err := p.ensureDir(ctx, inbox, path.Dir(c.src.ArchivedAs)); err != nil {
 		return err
 	}
+	root := p.root(inbox)
 	src := path.Join(inbox, c.src.Name)
 	dst := path.Join(inbox, c.src.ArchivedAs)
-	err := p.fsys.Rename(ctx, src, dst)
+	regular := transport.FileInfo{Name: c.src.Name, Size: int64(len(c.data))}
+	err := root.Rename(ctx, c.src.Name, regular, c.src.ArchivedAs)
 	switch {
 	case err == nil:
 		// The name was claimed, not the bytes: a writer may have replaced
@@ -750,7 +758,7 @@ func (p *puller) archive(ctx context.Context, c *claimed) error {
 			return fmt.Errorf("archive %s: verify: %w", Quote(src), err)
 		}
 		if !same {
-			if err := p.fsys.Rename(ctx, dst, src); err != nil {
+			if err := root.Rename(ctx, c.src.ArchivedAs, regular, c.src.Name); err != nil {
 				return fmt.Errorf("archive %s: it changed after it was read, and putting it back failed: %w", Quote(src), err)
 			}
 			return fmt.Errorf("archive %s: it changed after it was read; left in place for the next run", Quote(src))
@@ -771,24 +779,42 @@ func (p *puller) archive(ctx context.Context, c *claimed) error {
 			}
 			return fmt.Errorf("archive %s: it changed after it was read; left in place for the next run", Quote(src))
 		}
-		if err := p.fsys.Remove(ctx, src); err != nil && !errors.Is(err, transport.ErrNotExist) {
+		if err := root.Remove(ctx, c.src.Name, regular); err != nil && !errors.Is(err, transport.ErrNotExist) {
 			return fmt.Errorf("archive %s: remove copy already archived: %w", Quote(src), err)
 		}
 		return nil
 	case errors.Is(err, transport.ErrNotExist):
 		p.log.Info("handoff vanished before it could be archived", "host", p.cfg.Host, "name", Quote(src))
 		return nil
+	case errors.Is(err, transport.ErrNotProven):
+		p.quirk(QuirkFollowsSymlinks)
+		return fmt.Errorf("archive %s: left in place: %w", Quote(src), err)
 	default:
 		return fmt.Errorf("archive %s: %w", Quote(src), err)
 	}
 }
 
-// ensureDir makes sure an archive directory exists, once per pull: after
-// the first success it is taken as there (a rename into a directory that
-// has since gone fails and is retried by the next run).
-func (p *puller) ensureDir(ctx context.Context, dir string) error {
+// root returns an inbox's confined root.
+func (p *puller) root(inbox string) *transport.Root {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.roots[inbox]
+	if r == nil {
+		r = transport.NewRoot(p.fsys, inbox, "")
+		p.roots[inbox] = r
+	}
+	return r
+}
+
+// ensureDir makes sure an inbox's archive directory sub exists and is
+// proved inside the inbox's root, once per pull: after the first success
+// it is taken as there (a rename into a directory that has since gone
+// fails and is retried by the next run).
+func (p *puller) ensureDir(ctx context.Context, inbox, sub string) error {
+	dir := path.Join(inbox, sub)
 	p.mu.Lock()
 	known, absent, notDir := p.dirs[dir], p.absent[dir], p.notDirs[dir]
+	listed, isListed := p.listedDirs[dir]
 	p.mu.Unlock()
 	if known {
 		return nil
@@ -812,7 +838,18 @@ func (p *puller) ensureDir(ctx context.Context, dir string) error {
 		if known {
 			return nil, nil
 		}
-		if err := ensureDir(ctx, p.fsys, dir, absent); err != nil {
+		root := p.root(inbox)
+		var err error
+		if isListed {
+			err = root.Prove(ctx, sub, listed)
+		} else {
+			err = ensureDir(ctx, root, sub, absent)
+		}
+		if errors.Is(err, transport.ErrNotProven) {
+			p.quirk(QuirkFollowsSymlinks)
+			return nil, fmt.Errorf("%s is not a directory of the inbox's own (%v); nothing is written through it", Quote(dir), err)
+		}
+		if err != nil {
 			return nil, err
 		}
 		p.mu.Lock()
@@ -834,25 +871,27 @@ func sameContent(ctx context.Context, fsys transport.FS, name, sha string, size 
 	return spool.Hash(data) == sha, nil
 }
 
-// ensureDir makes sure dir is a real directory (never a symlink).
+// ensureDir makes sure sub is a real directory of root (never a
+// symlink): made by this client, or proved (transport.Root.Prove).
 //
-// absent: a listing just now did not hold dir, so it is made without
+// absent: a listing just now did not hold sub, so it is made without
 // asking first (an lstat follows only if it turns out to exist).
-func ensureDir(ctx context.Context, fsys transport.FS, dir string, absent bool) error {
+func ensureDir(ctx context.Context, root *transport.Root, sub string, absent bool) error {
+	dir := root.Path(sub)
 	var fi transport.FileInfo
 	err := transport.ErrNotExist
 	if !absent {
-		fi, err = fsys.Lstat(ctx, dir)
+		fi, err = root.Lstat(ctx, sub)
 	}
 	if errors.Is(err, transport.ErrNotExist) {
-		err = fsys.Mkdir(ctx, dir)
+		err = root.Mkdir(ctx, sub)
 		if err == nil {
 			return nil
 		}
 		if !errors.Is(err, transport.ErrExist) {
 			return fmt.Errorf("mkdir %s: %w", Quote(dir), err)
 		}
-		fi, err = fsys.Lstat(ctx, dir)
+		fi, err = root.Lstat(ctx, sub)
 	}
 	if err != nil {
 		return fmt.Errorf("lstat %s: %w", Quote(dir), err)
@@ -860,7 +899,7 @@ func ensureDir(ctx context.Context, fsys transport.FS, dir string, absent bool) 
 	if !fi.IsDir() {
 		return fmt.Errorf("%s is not a directory (a symlink or file is in the way; remove it)", Quote(dir))
 	}
-	return nil
+	return root.Prove(ctx, sub, fi)
 }
 
 // reject records a file that must not be read and moves it, unread, into
@@ -873,23 +912,23 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 		p.addItem(item)
 		return nil
 	}
-	if !fi.IsRegular() {
-		// Moved only if LSTAT agrees with the listing: a server whose
-		// LSTAT follows symlinks renames what a symlink points to.
-		switch now, err := p.fsys.Lstat(ctx, path.Join(inbox, fi.Name)); {
-		case err != nil && (ctx.Err() != nil || errors.Is(err, transport.ErrBroken)):
+	// Moved only where the inbox's root proves the entry is what the
+	// listing says: a server whose LSTAT follows symlinks renames what a
+	// symlink points to.
+	if err := p.root(inbox).Prove(ctx, fi.Name, fi); err != nil {
+		if ctx.Err() != nil || errors.Is(err, transport.ErrBroken) {
 			return err
-		case err == nil && now.Mode.Type() != fi.Mode.Type():
-			if fi.IsSymlink() {
-				p.quirk(QuirkFollowsSymlinks)
-			}
-			item.Error = fmt.Sprintf("left in place: the host's listing says %s, its lstat %s; it follows symlinks, so moving the name could move what it points to", transport.Kind(fi.Mode), transport.Kind(now.Mode))
-			p.log.Warn("rejected file left in place", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "err", item.Error)
-			p.addItem(item)
-			return nil
 		}
+		if errors.Is(err, transport.ErrNotProven) {
+			p.quirk(QuirkFollowsSymlinks)
+			err = fmt.Errorf("%w; moving the name could move what it points to", err)
+		}
+		item.Error = "left in place: " + err.Error()
+		p.log.Warn("rejected file left in place", "host", p.cfg.Host, "name", Quote(path.Join(inbox, fi.Name)), "err", item.Error)
+		p.addItem(item)
+		return nil
 	}
-	as, err := p.moveRejected(ctx, inbox, fi.Name)
+	as, err := p.moveRejected(ctx, inbox, fi)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
@@ -902,18 +941,19 @@ func (p *puller) reject(ctx context.Context, inbox string, fi transport.FileInfo
 	return nil
 }
 
-func (p *puller) moveRejected(ctx context.Context, inbox, name string) (string, error) {
-	dir := path.Join(inbox, MalformedDir)
-	if err := p.ensureDir(ctx, dir); err != nil {
+func (p *puller) moveRejected(ctx context.Context, inbox string, fi transport.FileInfo) (string, error) {
+	name := fi.Name
+	if err := p.ensureDir(ctx, inbox, MalformedDir); err != nil {
 		return "", err
 	}
+	root := p.root(inbox)
 	stem := strings.TrimSuffix(name, ".md")
 	for i := 0; i < 100; i++ {
 		as := name
 		if i > 0 {
 			as = fitName(stem, "."+strconv.Itoa(i)+".md")
 		}
-		err := p.fsys.Rename(ctx, path.Join(inbox, name), path.Join(dir, as))
+		err := root.Rename(ctx, name, fi, path.Join(MalformedDir, as))
 		if err == nil {
 			return path.Join(MalformedDir, as), nil
 		}

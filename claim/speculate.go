@@ -163,7 +163,7 @@ type earlyAnswer struct {
 // at most limit at once, with ctx. Call stop when discovery is done.
 func speculate(ctx context.Context, fsys transport.FS, hint []WalkCall, limit int) *speculative {
 	s := &speculative{FS: fsys, early: map[WalkCall]*earlyAnswer{}, seen: map[WalkCall]bool{}}
-	s.res = resolver(fsys)
+	s.res = transport.Checker(fsys)
 	// An early call under way when discovery ends is left to finish on
 	// its own and its answer dropped, never cancelled: over SSH a call
 	// whose context ends closes the connection, which the pull after
@@ -371,7 +371,7 @@ var (
 )
 
 // LstatNoFollow is the transport's (transport.LinkSafe).
-func (s *speculative) LstatNoFollow() bool { return linkSafe(s.FS) }
+func (s *speculative) LstatNoFollow() bool { return transport.IsLinkSafe(s.FS) }
 
 // RealPath is the transport's; without one it fails, which discovery
 // treats as a transport that resolves nothing.

@@ -26,7 +26,7 @@ import (
 // returns an error only when ctx ended first.
 func lstatResolve(ctx context.Context, fsys transport.FS, lnames, rnames []string) (fis []transport.FileInfo, errs []error, reals []string, err error) {
 	reals = make([]string, len(rnames))
-	res := resolver(fsys)
+	res := transport.Checker(fsys)
 	if res == nil {
 		rnames = nil
 	}
@@ -47,25 +47,6 @@ func lstatResolve(ctx context.Context, fsys transport.FS, lnames, rnames []strin
 	}
 	wg.Wait()
 	return fis, errs, reals, cmp.Or(resolveErr, ctx.Err())
-}
-
-// resolver returns what checks fsys's LSTAT with REALPATH: nil where
-// fsys cannot resolve, or vouches that its LSTAT follows no symlink. A
-// REALPATH there could only agree with the LSTAT's type, so discovery
-// asks none (docs/design.md, "Servers that follow symlinks").
-func resolver(fsys transport.FS) transport.Resolver {
-	if linkSafe(fsys) {
-		return nil
-	}
-	res, _ := fsys.(transport.Resolver)
-	return res
-}
-
-// linkSafe reports whether fsys vouches that its LSTAT follows no
-// symlink.
-func linkSafe(fsys transport.FS) bool {
-	ls, ok := fsys.(transport.LinkSafe)
-	return ok && ls.LstatNoFollow()
 }
 
 // throughSymlink is asked when a directory that LSTAT called a directory
