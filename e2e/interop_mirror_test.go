@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/handoff-sync/handoff/internal/sshdtest"
@@ -24,6 +25,24 @@ func TestInteropMirror(t *testing.T) {
 		t.Run(sv.name, func(t *testing.T) {
 			t.Parallel()
 			srv := sv.start(t, sshdtest.Options{})
+			t.Run("publish", func(t *testing.T) { interopPublish(t, sv, srv) })
+			for _, c := range plantedCases {
+				t.Run("planted/"+c.name, func(t *testing.T) { interopPlanted(t, srv, c) })
+			}
+			if srv.Root() != "/" {
+				t.Run("home-is-root", func(t *testing.T) { interopHomeIsRoot(t, srv) })
+			}
+		})
+	}
+}
+
+// interopPublish is TestInteropMirror's honest run on one server.
+func interopPublish(t *testing.T, sv struct {
+	name  string
+	start func(testing.TB, sshdtest.Options) *sshdtest.Server
+}, srv *sshdtest.Server) {
+	{
+		{
 			base := remoteTree(t, srv)
 			dir := t.TempDir()
 			home := filepath.Join(dir, "home")
@@ -79,6 +98,177 @@ func TestInteropMirror(t *testing.T) {
 					t.Errorf("temporary file %s left", k)
 				}
 			}
-		})
+		}
+	}
+}
+
+// plantedCase is a mirror path with a symlink planted on or in it, as a
+// hostile or careless account could leave it. Links are relative, so
+// that they point to the same place inside a chroot and outside it.
+type plantedCase struct {
+	name   string
+	mirror string                          // the mirror's path below the tree
+	plant  func(t *testing.T, base string) // makes the links (and what they point to)
+}
+
+var plantedCases = []plantedCase{
+	{"document", "mirror", func(t *testing.T, base string) {
+		mustMkdir(t, filepath.Join(base, "mirror"))
+		mustSymlink(t, "../outside/TOOLS.md", filepath.Join(base, "mirror/TOOLS.md"))
+	}},
+	{"stray-card", "mirror", func(t *testing.T, base string) {
+		mustMkdir(t, filepath.Join(base, "mirror/memory/cards"))
+		mustSymlink(t, "../../../outside/stale-victim.md", filepath.Join(base, "mirror/memory/cards/stale-victim.md"))
+	}},
+	{"mirror-dir", "mirror", func(t *testing.T, base string) {
+		mustMkdir(t, filepath.Join(base, "outside/mdir"))
+		mustSymlink(t, "outside/mdir", filepath.Join(base, "mirror"))
+	}},
+	{"parent-no-mirror-yet", ".openclaw/mirror", func(t *testing.T, base string) {
+		mustMkdir(t, filepath.Join(base, "elsewhere"))
+		mustSymlink(t, "elsewhere", filepath.Join(base, ".openclaw"))
+	}},
+}
+
+// interopPlanted publishes to a mirror path with a symlink planted on
+// or in it. Invariant: every file outside the mirror directory is byte-
+// and inode-identical after the run, nothing new appears outside it, and
+// the receipt shows either an exact mirror (sha256sum -c passes) or a
+// mirror error for the host.
+func interopPlanted(t *testing.T, srv *sshdtest.Server, c plantedCase) {
+	base := remoteTree(t, srv)
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	mustMkdir(t, home)
+	ws := filepath.Join(dir, "ws")
+	manifestPath := filepath.Join(dir, "writers.yaml")
+	inbox := filepath.Join(base, "repo/.claude/memory-handoffs")
+	mustMkdir(t, inbox)
+	mustWrite(t, filepath.Join(base, "outside/TOOLS.md"), "the account's own tools\n")
+	mustWrite(t, filepath.Join(base, "outside/stale-victim.md"), "the account's own card\n")
+	mustWrite(t, filepath.Join(inbox, "c.md"), cardHandoff("create-card", "card.md", "a card"))
+	mustWrite(t, filepath.Join(inbox, "d.md"), docHandoff("TOOLS.md", "- a tool"))
+	c.plant(t, base)
+	before := inodeTree(t, base, "repo")
+	mirrorDir := filepath.Join(base, c.mirror)
+	writeManifest(t, manifestPath, ws, hostYAML("writer", sshBlock(srv, ""), []string{srv.ClientPath(inbox)}, nil,
+		fmt.Sprintf("mirror: {path: %s}", srv.ClientPath(mirrorDir))))
+	r := runHandoff(t, childEnv(home), "sync", "--manifest", manifestPath, "--json")
+	m := receiptHost(t, decodeReceipt(t, r), "writer").Mirror
+	switch {
+	case m == nil:
+		t.Fatalf("no mirror in the receipt: %s", shortRun(r))
+	case m.Outcome == mirror.OutcomeOK:
+		cmd := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+		cmd.Dir = mirrorDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("mirror ok, but sha256sum -c: %v\n%s", err, out)
+		}
+	case m.Outcome == mirror.OutcomeError:
+		if !strings.Contains(m.Error, "symlink") {
+			t.Errorf("mirror error %q does not say symlink", m.Error)
+		}
+	default:
+		t.Errorf("mirror outcome %q", m.Outcome)
+	}
+	after := inodeTree(t, base, "repo")
+	for k, v := range before {
+		if strings.HasPrefix(k, c.mirror+"/") {
+			continue // inside the mirror: the publish's to change
+		}
+		if after[k] != v {
+			t.Errorf("%s outside the mirror changed: %s, then %s", k, v, after[k])
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok && k != c.mirror && !strings.HasPrefix(k, c.mirror+"/") {
+			t.Errorf("%s appeared outside the mirror", k)
+		}
+	}
+}
+
+// inodeTree describes every entry below root, except the subtree skip
+// and anything below a symlink, by relative path: its type, inode,
+// size and, for a regular file, its SHA-256; a symlink by its target.
+func inodeTree(t *testing.T, root, skip string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel == skip {
+			return filepath.SkipDir
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		ino := fi.Sys().(*syscall.Stat_t).Ino
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = fmt.Sprintf("symlink %d -> %s", ino, target)
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			out[rel] = fmt.Sprintf("file %d %d %s", ino, fi.Size(), sum(string(data)))
+		default:
+			out[rel] = fmt.Sprintf("%v %d", fi.Mode().Type(), ino)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustSymlink(t *testing.T, target, name string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// interopHomeIsRoot publishes to ~/.openclaw/mirror on a chrooted server
+// whose sessions start at "/", with no ~/.openclaw yet: "/.openclaw" is
+// inside that home, so it is made and the mirror is published.
+// Invariant: nothing but the mirror's path appears in the chroot.
+func interopHomeIsRoot(t *testing.T, srv *sshdtest.Server) {
+	base := remoteTree(t, srv)
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	mustMkdir(t, home)
+	ws := filepath.Join(dir, "ws")
+	manifestPath := filepath.Join(dir, "writers.yaml")
+	inbox := filepath.Join(base, "repo/.claude/memory-handoffs")
+	mustMkdir(t, inbox)
+	mustWrite(t, filepath.Join(inbox, "c.md"), cardHandoff("create-card", "card.md", "a card"))
+	before := inodeTree(t, srv.Root(), filepath.Base(base))
+	writeManifest(t, manifestPath, ws, hostYAML("writer", sshBlock(srv, ""), []string{srv.ClientPath(inbox)}, nil,
+		"mirror: {path: ~/.openclaw/mirror}"))
+	r := runHandoff(t, childEnv(home), "sync", "--manifest", manifestPath, "--json")
+	m := receiptHost(t, decodeReceipt(t, r), "writer").Mirror
+	if m == nil || m.Outcome != mirror.OutcomeOK || m.Dir != "/.openclaw/mirror" {
+		t.Fatalf("mirror %+v: %s", m, shortRun(r))
+	}
+	mirrorDir := filepath.Join(srv.Root(), ".openclaw/mirror")
+	cmd := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+	cmd.Dir = mirrorDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("sha256sum -c: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Join(srv.Root(), ".openclaw")) })
+	for k, v := range inodeTree(t, srv.Root(), filepath.Base(base)) {
+		if k != ".openclaw" && !strings.HasPrefix(k, ".openclaw/") && before[k] != v {
+			t.Errorf("%s changed or appeared in the chroot: %s", k, v)
+		}
 	}
 }
