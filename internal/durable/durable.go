@@ -11,6 +11,10 @@
 // target, then fsync the directory. On any error the temporary file is
 // removed. A crash may leave a temporary file behind; RemoveTemps deletes
 // them and is called by the single ingester while it holds the lock.
+//
+// A new file gets the mode its caller asks for, less the umask. Narrow
+// takes group and other permissions away from an existing file, for what
+// an earlier version left wider than its callers now ask.
 package durable
 
 import (
