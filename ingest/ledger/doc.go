@@ -14,6 +14,9 @@
 //     run there are none: its pull workers record through the run.
 //   - Apply commits many callers' writes in one transaction: all of them
 //     or, on an error, none.
+//   - Open leaves the database file, its -wal and its -shm 0600 whatever
+//     the umask: it creates the file before SQLite does (SQLite gives the
+//     other two its mode) and narrows one an earlier version left wider.
 //   - OpenReadOnly never creates, migrates or writes anything: a missing
 //     ledger is ErrNoLedger, a newer schema an error.
 package ledger

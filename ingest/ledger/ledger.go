@@ -3,14 +3,19 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -113,8 +118,12 @@ const (
 	planAbandoned = "abandoned"
 )
 
-// Open opens (creating and migrating if needed) the ledger at path.
+// Open opens (creating and migrating if needed) the ledger at path. The
+// database file, its -wal and its -shm are 0600 whatever the umask.
 func Open(path string) (*Ledger, error) {
+	if err := private(path); err != nil {
+		return nil, fmt.Errorf("ledger: open %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -131,6 +140,34 @@ func Open(path string) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: %s: %w", path, err)
 	}
 	return l, nil
+}
+
+// private creates the database file 0600 before SQLite opens it. SQLite
+// would create it 0644 less the umask, and it gives the -wal and -shm
+// files it creates the database file's mode, umask or not, so all three
+// are then 0600. A ledger an earlier version left wider is narrowed, and
+// so are a -wal and -shm a run left behind. A symlinked ledger is left to
+// SQLite.
+func private(path string) error {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		flag := os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+		if suffix == "" {
+			flag |= os.O_CREATE
+		}
+		f, err := os.OpenFile(path+suffix, flag, 0o600)
+		if errors.Is(err, fs.ErrNotExist) && suffix != "" || errors.Is(err, syscall.ELOOP) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = durable.Narrow(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the database.
