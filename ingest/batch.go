@@ -389,7 +389,7 @@ func (b *batch) stageFile(name string, data []byte) (*staged, error) {
 		}
 		b.dirs[dir] = true
 	}
-	f := &staged{name: name, pending: b.st.Write(name, data, 0o644)}
+	f := &staged{name: name, pending: b.st.Write(name, data, layout.FileMode(name))}
 	b.files = append(b.files, f)
 	return f, nil
 }

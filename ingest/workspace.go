@@ -46,7 +46,7 @@ func openWorkspace(dir string, dryRun bool) (*workspace, error) {
 			w.cleanup = func() { os.Remove(empty) }
 			dir = empty
 		}
-	} else if err := durable.MkdirAllPath(dir, 0o755); err != nil {
+	} else if err := durable.MkdirAllPath(dir, layout.SharedDir); err != nil {
 		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
@@ -144,7 +144,8 @@ func (w *workspace) check(target string) (exists bool, err error) {
 }
 
 // write replaces target durably, creating missing parent directories. The
-// caller has just checked the path with read.
+// caller has just checked the path with read. Backups and review drafts
+// are private (layout.FileMode): 0600 in 0700 directories.
 func (w *workspace) write(target string, data []byte) error {
 	if w.dryRun {
 		return nil
@@ -152,7 +153,7 @@ func (w *workspace) write(target string, data []byte) error {
 	if err := w.mkdirs(path.Dir(target)); err != nil {
 		return err
 	}
-	return durable.WriteFile(w.root, target, data, 0o644)
+	return durable.WriteFile(w.root, target, data, layout.FileMode(target))
 }
 
 // replaceIf replaces target durably only if what it replaces passes ok
@@ -164,7 +165,7 @@ func (w *workspace) replaceIf(target string, data []byte, ok func(old []byte, ex
 	if err := w.mkdirs(path.Dir(target)); err != nil {
 		return nil, err
 	}
-	return durable.ReplaceIf(w.root, target, data, 0o644, ok)
+	return durable.ReplaceIf(w.root, target, data, layout.FileMode(target), ok)
 }
 
 // appendTo appends data to the existing regular file target and fsyncs it.
@@ -195,7 +196,7 @@ func (w *workspace) mkdirs(dir string) error {
 		d := strings.Join(parts[:i], "/")
 		fi, err := w.root.Lstat(d)
 		if errors.Is(err, fs.ErrNotExist) {
-			if err := w.root.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			if err := w.root.Mkdir(d, layout.DirMode(d)); err != nil && !errors.Is(err, fs.ErrExist) {
 				return err
 			}
 			// The new directory must survive power loss before a file

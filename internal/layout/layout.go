@@ -5,8 +5,14 @@
 //
 // Guarantees: the names are relative, slash-separated and clean, and
 // every state file lives under StateDir, so a workspace's own data and
-// handoff's bookkeeping never mix.
+// handoff's bookkeeping never mix. FileMode and DirMode say which modes
+// the places are made with: private under StateDir and ReviewDir.
 package layout
+
+import (
+	"io/fs"
+	"strings"
+)
 
 // Places in a workspace.
 const (
@@ -35,3 +41,44 @@ const (
 	// LockFile is the single-ingester lock.
 	LockFile = StateDir + "/lock"
 )
+
+// Modes of what handoff makes in a workspace. The private trees, StateDir
+// and ReviewDir (review drafts may hold secret-like text), are the owner's
+// alone; the umask only ever takes bits away, so it cannot widen them.
+// The rest is the workspace's own content and keeps the umask's say.
+const (
+	PrivateFile fs.FileMode = 0o600
+	PrivateDir  fs.FileMode = 0o700
+	SharedFile  fs.FileMode = 0o644
+	SharedDir   fs.FileMode = 0o755
+)
+
+// PrivateTrees are the directories whose whole content is private.
+var PrivateTrees = []string{StateDir, ReviewDir}
+
+// Private reports whether name (relative, clean) is one of PrivateTrees or
+// lies inside one.
+func Private(name string) bool {
+	for _, d := range PrivateTrees {
+		if name == d || strings.HasPrefix(name, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// FileMode is the mode a new file named name is created with.
+func FileMode(name string) fs.FileMode {
+	if Private(name) {
+		return PrivateFile
+	}
+	return SharedFile
+}
+
+// DirMode is the mode a new directory named name is created with.
+func DirMode(name string) fs.FileMode {
+	if Private(name) {
+		return PrivateDir
+	}
+	return SharedDir
+}
