@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +118,65 @@ func TestWritePrivateModes(t *testing.T) {
 		if got[p] != w {
 			t.Errorf("%s: mode %v, want %v", p, got[p], w)
 		}
+	}
+}
+
+// TestOpenNarrowsPrivateTrees: opening a workspace for an applied run
+// narrows a .handoff and a memory/handoff-inbox that an earlier version
+// made 0755 to 0700, and leaves the files inside, the workspace's own
+// directories and a dry run's workspace alone; a symlinked review inbox is
+// not followed. Invariant: an existing workspace's private trees are
+// closed to others on its next run, and nothing else changes mode.
+func TestOpenNarrowsPrivateTrees(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{layout.BackupsDir, layout.ReviewDir, layout.CardsDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{layout.BackupsDir + "/b.md", layout.ReviewDir + "/d.md", layout.CardsDir + "/c.md"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range append([]string{"memory"}, layout.StateDir, layout.BackupsDir, layout.ReviewDir, layout.CardsDir) {
+		if err := os.Chmod(filepath.Join(dir, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := modes(t, dir)
+	dry, err := openWorkspace(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry.Close()
+	if got := modes(t, dir); !maps.Equal(got, before) {
+		t.Errorf("a dry run changed modes: %v, want %v", got, before)
+	}
+	ws, err := openWorkspace(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Close()
+	want := maps.Clone(before)
+	want[layout.StateDir], want[layout.ReviewDir] = 0o700, 0o700
+	if got := modes(t, dir); !maps.Equal(got, want) {
+		t.Errorf("modes %v, want %v", got, want)
+	}
+
+	// A symlinked review inbox: its target keeps its mode.
+	other := t.TempDir()
+	link := t.TempDir()
+	os.Chmod(other, 0o755)
+	os.Mkdir(filepath.Join(link, "memory"), 0o755)
+	if err := os.Symlink(other, filepath.Join(link, layout.ReviewDir)); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err = openWorkspace(link, false); err != nil {
+		t.Fatal(err)
+	}
+	ws.Close()
+	if fi, _ := os.Stat(other); fi.Mode().Perm() != 0o755 {
+		t.Errorf("a symlinked review inbox's target: mode %v, want it left 0755", fi.Mode().Perm())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
@@ -57,7 +58,41 @@ func openWorkspace(dir string, dryRun bool) (*workspace, error) {
 		return nil, err
 	}
 	w.root = root
+	if !dryRun {
+		if err := w.narrow(); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
 	return w, nil
+}
+
+// narrow takes group and other permissions away from the private trees'
+// top directories (layout.PrivateTrees) when an earlier version left them
+// wider. Closing the directory is enough: what is inside, made 0644 then,
+// can no longer be reached by anyone else, and is left as it is. A tree
+// that is missing, a symlink or not a directory is left to the steps
+// that write into it, which refuse it. (os.Root follows a symlink in the
+// last component even with O_NOFOLLOW, hence the Lstat and SameFile.)
+func (w *workspace) narrow() error {
+	for _, d := range layout.PrivateTrees {
+		fi, err := w.root.Lstat(d)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		f, err := w.root.OpenFile(d, os.O_RDONLY|syscall.O_DIRECTORY|nofollowNonblock, 0)
+		if err != nil {
+			return err
+		}
+		if st, serr := f.Stat(); serr == nil && os.SameFile(fi, st) {
+			err = durable.Narrow(f)
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *workspace) Close() error {
