@@ -47,11 +47,14 @@ type Options struct {
 	// carries it, and a mirror whose MIRROR.json names another is not
 	// written.
 	WorkspaceID string
-	RunID       string
-	Now         time.Time
-	DryRun      bool // plan only: list, write nothing
-	Log         *slog.Logger
-	Parallel    int // files written at once; 0 means 16
+	// Adopt publishes over a MIRROR.json that names another workspace:
+	// the mirror is handed over to this one (sync --adopt-mirror).
+	Adopt    bool
+	RunID    string
+	Now      time.Time
+	DryRun   bool // plan only: list, write nothing
+	Log      *slog.Logger
+	Parallel int // files written at once; 0 means 16
 }
 
 // Result is what a publish did (or, in a dry run, would do).
@@ -279,14 +282,16 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 			return res, fmt.Errorf("left alone, and nothing published: %w", err)
 		}
 	}
-	if hostInfo != nil && hostInfo.WorkspaceID != "" && p.o.WorkspaceID != "" && hostInfo.WorkspaceID != p.o.WorkspaceID {
-		return res, &ForeignError{Dir: dir, Theirs: hostInfo.WorkspaceID, Ours: p.o.WorkspaceID}
+	foreign := hostInfo != nil && hostInfo.WorkspaceID != "" && p.o.WorkspaceID != "" && hostInfo.WorkspaceID != p.o.WorkspaceID
+	if foreign && !p.o.Adopt {
+		return res, &ForeignError{Dir: dir, Host: p.o.Host, Theirs: hostInfo.WorkspaceID, Ours: p.o.WorkspaceID}
 	}
 	// What the mirror holds is ours to remove only once this workspace
-	// has published there: its MIRROR.json names this workspace, or the
-	// last publish recorded was to this directory.
-	ours := p.prev.Dir == dir && p.prev.Generation > 0 ||
-		hostInfo != nil && hostInfo.WorkspaceID != "" && hostInfo.WorkspaceID == p.o.WorkspaceID
+	// has published there (its MIRROR.json names this workspace, or the
+	// last publish recorded was to this directory), or takes it over.
+	ours := p.prev.Dir == dir && p.prev.Generation > 0 && !foreign ||
+		hostInfo != nil && hostInfo.WorkspaceID != "" && hostInfo.WorkspaceID == p.o.WorkspaceID ||
+		foreign && p.o.Adopt
 	if !ours && len(removes) > 0 {
 		p.o.Log.Info("mirror: not removing what this workspace has not published", "host", p.o.Host, "dir", dir, "files", len(removes))
 		removes = nil
@@ -440,12 +445,12 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 // ForeignError is a mirror whose MIRROR.json names another workspace:
 // nothing is written there (docs/mirror.md, "One workspace per mirror").
 type ForeignError struct {
-	Dir, Theirs, Ours string
+	Dir, Host, Theirs, Ours string
 }
 
 func (e *ForeignError) Error() string {
-	return fmt.Sprintf("%s belongs to workspace %s, not this workspace %s; nothing written (to hand it over, remove %s on the host, see docs/mirror.md)",
-		e.Dir, e.Theirs, e.Ours, path.Join(e.Dir, InfoFile))
+	return fmt.Sprintf("%s belongs to workspace %s, not to this workspace %s; nothing written or removed (hint: if this workspace is to take it over, run handoff sync --adopt-mirror %s once; see docs/mirror.md)",
+		e.Dir, e.Theirs, e.Ours, e.Host)
 }
 
 // readInfo reads the host's MIRROR.json, listed as fi, bounded.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -256,5 +257,63 @@ func TestPublishWithoutPosixRename(t *testing.T) {
 		if strings.Contains(k, ".handoff-") {
 			t.Errorf("left behind: %s", k)
 		}
+	}
+}
+
+// TestPublishOneWorkspacePerMirror: a mirror whose MIRROR.json names
+// another workspace is not written; --adopt-mirror takes it over with
+// the generation carried on. A mirror this workspace never published to
+// keeps the files it does not know. Invariant: a mirror refused is
+// byte-identical afterwards; a generation never goes backwards.
+func TestPublishOneWorkspacePerMirror(t *testing.T) {
+	home := t.TempDir()
+	fsys := localHome{home: home}
+	dir := filepath.Join(home, "mirror")
+	pub := func(ws string, st *State, adopt bool, fs []File) (Result, *State) {
+		return Publish(context.Background(), fsys, st, Options{Host: "laptop", Dir: "~/mirror", Files: fs,
+			Canonical: "canon", WorkspaceID: ws, Adopt: adopt, RunID: "run", Now: time.Unix(1700000000, 0)})
+	}
+	r, _ := pub("ws-a", nil, false, files("memory/cards/a.md", "card a\n"))
+	mustOK(t, r)
+	r, _ = pub("ws-a", nil, false, files("memory/cards/a.md", "card a2\n")) // state lost: generation from the host
+	mustOK(t, r)
+	if r.Generation != 2 {
+		t.Errorf("generation %d after a publish with no state; want 2 (the host's 1, plus one)", r.Generation)
+	}
+	before := testenv.Tree(t, dir)
+	r, _ = pub("ws-b", nil, false, files("memory/cards/b.md", "card b\n"))
+	if r.Outcome != OutcomeError || !strings.Contains(r.Error, "ws-a") || !strings.Contains(r.Error, "ws-b") || !strings.Contains(r.Error, "--adopt-mirror laptop") {
+		t.Errorf("another workspace's publish: %s %q; want an error naming both ids and the way to adopt", r.Outcome, r.Error)
+	}
+	if after := testenv.Tree(t, dir); !maps.Equal(before, after) {
+		t.Errorf("a refused mirror changed:\n%v\n%v", before, after)
+	}
+	r, _ = pub("ws-b", nil, true, files("memory/cards/b.md", "card b\n"))
+	mustOK(t, r)
+	var info Info
+	data, _ := os.ReadFile(filepath.Join(dir, InfoFile))
+	if err := json.Unmarshal(data, &info); err != nil || info.WorkspaceID != "ws-b" || info.Generation != 3 {
+		t.Errorf("adopted MIRROR.json = %s (%v); want ws-b, generation 3", data, err)
+	}
+	if !slices.Equal(r.Removed, []string{"memory/cards/a.md"}) {
+		t.Errorf("adopting removed %q; want the old workspace's card", r.Removed)
+	}
+
+	// A mirror directory with files and no MIRROR.json: nothing removed.
+	dir2 := filepath.Join(home, "other")
+	if err := os.MkdirAll(filepath.Join(dir2, "memory/cards"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir2, "memory/cards/theirs.md"), []byte("theirs\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = Publish(context.Background(), fsys, nil, Options{Host: "laptop", Dir: "~/other", Files: files("memory/cards/a.md", "a\n"),
+		WorkspaceID: "ws-c", RunID: "run", Now: time.Now()})
+	mustOK(t, r)
+	if len(r.Removed) != 0 {
+		t.Errorf("removed %q from a mirror this workspace never published to", r.Removed)
+	}
+	if _, err := os.Stat(filepath.Join(dir2, "memory/cards/theirs.md")); err != nil {
+		t.Errorf("theirs.md: %v", err)
 	}
 }
