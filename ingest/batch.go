@@ -96,6 +96,11 @@ type batch struct {
 	// sums memoizes the hashes of targets read from disk for review
 	// entries (reviewBefore).
 	sums map[string]string
+	// earlier is the ledger's newest earlier version of each source's
+	// name, by source id; names the item this batch decided last for
+	// each name (revision.go).
+	earlier map[int64]ledger.Version
+	names   map[ledger.NameKey]*item
 }
 
 // srcQueue hands out pending sources in storage order, a page at a time.
@@ -199,7 +204,8 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 // not nil, is the batch being applied meanwhile: srcs are planned on what
 // it is about to write.
 func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []sourceRow, prev *batch) (_ *batch, err error) {
-	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}, sums: map[string]string{}}
+	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}, sums: map[string]string{},
+		names: map[ledger.NameKey]*item{}}
 	defer func() {
 		if err != nil {
 			b.cleanup()
@@ -212,6 +218,9 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 	if b.known, err = in.led.KnownHandoffs(ctx, shas); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	if b.earlier, err = in.led.Earlier(ctx, srcs); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	for _, src := range srcs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -221,6 +230,9 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 			return nil, err
 		}
 		b.items = append(b.items, it)
+		if it.o.Result != ResultDuplicate {
+			b.names[src.Key()] = it
+		}
 		if len(b.items) >= in.batchMax || b.bytes >= in.batchBytes {
 			break
 		}
@@ -263,10 +275,25 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 	if err != nil {
 		return nil, err
 	}
+	revised := false
+	if v, ok := b.revises(src); ok {
+		replan := func() (*plan, string, error) { return planWith(src, h, b.read, Override{Workspace: true}) }
+		var review bool
+		if p, reason, review, err = revision(v, h, p, reason, replan); err != nil {
+			return nil, err
+		}
+		if review {
+			return it, b.review(it, data, outcome{Reason: ReasonRevised, Action: h.Action, Before: b.reviewBefore(h)})
+		}
+		revised = v.Changed()
+	}
 	if reason != "" {
 		return it, b.unplanned(it, data, h, p, reason)
 	}
 	it.o = p.outcome()
+	if revised {
+		it.o.Reason = ReasonRevised
+	}
 	if in.opts.DryRun {
 		return it, nil
 	}

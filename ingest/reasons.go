@@ -26,6 +26,11 @@ const (
 	ReasonInjectionLike       = "injection-like-content"
 	ReasonNoTarget            = "no-target"
 	ReasonUnfilledTemplate    = "unfilled-template"
+	// ReasonRevised: a handoff with the host, inbox and file name of an
+	// earlier one and other bytes, which the ingester will not apply a
+	// second time blindly (see revision.go). On a promoted card it says
+	// the revision was applied as an update over its earlier version.
+	ReasonRevised = "revised"
 
 	// Duplicate: nothing to write and nothing for a person to decide.
 	ReasonCardIdentical = "card-identical"

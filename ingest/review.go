@@ -63,7 +63,7 @@ func ScreenFlag(reason string) string {
 // state, which a person's accept overrides (Override.Workspace).
 func IsWorkspaceReason(reason string) bool {
 	switch reason {
-	case ReasonHashConflict, ReasonCardExists, ReasonCardMissing:
+	case ReasonHashConflict, ReasonCardExists, ReasonCardMissing, ReasonRevised:
 		return true
 	}
 	return false

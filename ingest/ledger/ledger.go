@@ -109,6 +109,8 @@ var migrations = []string{
 	// 3: what confirmArchived asks every run, without visiting every
 	// source an inbox ever held.
 	`CREATE INDEX sources_unacked ON sources (host, inbox, id) WHERE acked = 0;`,
+	// 4: a handoff's earlier versions, for revisions.
+	migrationVersions,
 }
 
 // Plan states.
