@@ -154,6 +154,7 @@ func dial(ctx context.Context, h manifest.HostConfig, log *slog.Logger) (d dialR
 func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, hint *walkHint, log *slog.Logger) claim.HostReport {
 	cfg := setup.ClaimConfig(h, log)
 	cfg.DryRun, cfg.Now = dryRun, now
+	cfg.Unfilled = ingest.Unfilled
 	var walked *claim.Hint
 	cfg.Hint = hint.hint
 	cfg.Walked = func(h claim.Hint) { walked = &h }

@@ -558,6 +558,12 @@ func (p *puller) claim(ctx context.Context, inbox string, fi transport.FileInfo)
 		p.deferItem(inbox, fi, ReasonChanging)
 		return nil, nil
 	}
+	if p.cfg.Unfilled != nil && p.cfg.Now().Sub(fi.ModTime) < TemplateSettle(p.cfg.Settle) && p.cfg.Unfilled(data) {
+		// A skeleton saved into the inbox and being filled in: it stays
+		// with its writer.
+		p.deferErr(inbox, fi, ReasonUnfilledTemplate, fmt.Errorf("it still holds <FILL: …> placeholders; left for its writer until it changed %s ago (hint: write a handoff outside the inbox, or as a .dotfile in it, and move it in when it is done)", TemplateSettle(p.cfg.Settle)))
+		return nil, nil
+	}
 	sha := spool.Hash(data)
 	src := Source{Host: p.cfg.Host, Inbox: inbox, Name: fi.Name, SHA256: sha, Size: int64(len(data)), Parses: p.parses(data)}
 	dir := ProcessedDir

@@ -37,6 +37,11 @@ const (
 	ReasonOversize   = "oversize"
 	ReasonChanging   = "changing"
 	ReasonTooYoung   = "too-young"
+	// ReasonUnfilledTemplate: a file that still holds a template's
+	// placeholders and changed less than TemplateSettle ago, left for
+	// its writer; older, it is taken and goes to review under the same
+	// reason.
+	ReasonUnfilledTemplate = "unfilled-template"
 	// ReasonReadFailed: the host refused to read the file (permissions,
 	// an I/O error) while the connection stayed up. It is tried again next
 	// run; the item's error says what the host said.
@@ -64,9 +69,13 @@ type Config struct {
 	Roots       []Root   // discovery roots, may start with "~"
 	MaxFileSize int64
 	Settle      time.Duration
-	DryRun      bool             // archive nothing; the caller passes an overlay spool and a scratch ledger
-	Now         func() time.Time // nil: time.Now
-	Log         *slog.Logger     // nil: discard
+	// Unfilled, when set, tells a file that still holds a template's
+	// placeholders: one younger than TemplateSettle(Settle) is left in
+	// its inbox for its writer (deferred, unfilled-template).
+	Unfilled func([]byte) bool
+	DryRun   bool             // archive nothing; the caller passes an overlay spool and a scratch ledger
+	Now      func() time.Time // nil: time.Now
+	Log      *slog.Logger     // nil: discard
 	// Hint is what the previous run's discovery of this host left
 	// (ParseHint): its calls are asked at once as discovery starts, and
 	// its index memos spare reading a git index that has not changed.
@@ -171,4 +180,13 @@ type Item struct {
 	Reason     string `json:"reason"`
 	ArchivedAs string `json:"archived_as,omitempty"`
 	Error      string `json:"error,omitempty"`
+}
+
+// TemplateSettle is how long a file that still holds a template's
+// placeholders is left in its inbox after it last changed: an hour, or
+// sixty settle periods when that is longer. A writer who saved a
+// skeleton and is filling it in has that long; a file abandoned half
+// written reaches review after it.
+func TemplateSettle(settle time.Duration) time.Duration {
+	return max(time.Hour, 60*settle)
 }

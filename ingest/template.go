@@ -16,6 +16,11 @@ const (
 // and the ingester flag any left in a section (unfilled-template).
 var fillRE = regexp.MustCompile(`<FILL:[^>\n]*>`)
 
+// Unfilled reports whether data still holds a template placeholder: a
+// skeleton saved into an inbox before it was filled in. The pull leaves
+// such a file for its writer a while (claim.Config.Unfilled).
+func Unfilled(data []byte) bool { return fillRE.Match(data) }
+
 // Template returns a skeleton handoff of the given kind for a writer to
 // fill in: every <FILL: …> replaced (optional sections may be deleted
 // instead), it is a valid handoff of that kind.
