@@ -55,9 +55,17 @@ func Guide(g GuideInput) []byte {
 		}
 		w("\n")
 	}
-	w("Write the file in one go and leave it alone; it is collected once it has\n")
-	w("not changed for a few seconds. Check it first with `handoff lint --mirror %s FILE`\n", g.Dir)
-	w("if `handoff` is installed on this host.\n\n")
+	w("Write it where it is not collected: outside the inbox, or in the inbox\n")
+	w("under a name that starts with a dot (`.draft-short-slug.md`; dotfiles are\n")
+	w("never collected). When it is finished, move it to its final name in the\n")
+	w("inbox (`mv`, atomic in one directory) and leave it alone; it is collected\n")
+	w("once it has not changed for a few seconds. Check it first with\n")
+	w("`handoff lint --mirror %s FILE` if `handoff` is installed on this host.\n\n", g.Dir)
+	w("Each handoff gets a new file name. A file rewritten under a name already\n")
+	w("collected is a revision: a card still as its first version left it is\n")
+	w("updated, anything else waits for a person. Do not commit handoffs to git:\n")
+	w("a handoff the repository tracks is never collected (add the inbox to\n")
+	w("`.gitignore`).\n\n")
 
 	w("## The format\n\n")
 	w("```markdown\n# Memory Handoff\n\n## Type\ndecision\n\n## Title\nA short, specific title\n\n")
@@ -108,7 +116,9 @@ func Instructions(g GuideInput, harness string) string {
 	w("that took effort), write one memory handoff before you finish:\n\n")
 	dir := "<repo>/" + harnessOr(harness) + "/memory-handoffs/"
 	w("- Put it in `%s` of the repository you worked in, named\n", dir)
-	w("  `YYYY-MM-DD-HHMM-short-slug.md`, written in one go and then left alone.\n")
+	w("  `YYYY-MM-DD-HHMM-short-slug.md`: write it first as `.draft-short-slug.md`\n")
+	w("  (dotfiles are never collected), then `mv` it to that name when it is done,\n")
+	w("  and leave it alone. A new handoff gets a new name; never commit one to git.\n")
 	if len(g.Inboxes) > 0 {
 		w("  Inboxes on this host:")
 		for _, in := range g.Inboxes {

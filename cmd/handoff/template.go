@@ -25,12 +25,22 @@ func newTemplateCmd(g *globals) *cobra.Command {
 default), a change to an existing card (--update) or text to add to a document
 (--document). Replace every <FILL: …> with the real text (the Durable facts
 and Evidence sections may be deleted instead) and the file is a valid handoff;
-` + "`handoff lint`" + ` reports each placeholder left (reason unfilled-template), and
-the ingester sends a handoff that still holds one to review. The format is in
-docs/handoff-format.md.`,
-		Example: "  handoff template > .claude/memory-handoffs/2026-04-20-1537-go-fuzzing.md\n  handoff template --document",
-		Args:    cobra.NoArgs,
-		RunE:    c.run,
+` + "`handoff lint`" + ` reports each placeholder left (reason unfilled-template).
+
+Fill it in where it is not collected: outside the inbox, or in the inbox under
+a name that starts with a dot (dotfiles are never pulled). Move it to its
+YYYY-MM-DD-HHMM-slug.md name only when it is finished: a rename in the same
+directory is atomic, so a half-written file is never pulled. A file in an
+inbox that still holds a placeholder is left there for an hour after it last
+changed, then sent to review. The format is in docs/handoff-format.md.`,
+		Example: `  inbox=.claude/memory-handoffs
+  handoff template > $inbox/.draft-go-fuzzing.md      # a dotfile: never pulled
+  $EDITOR $inbox/.draft-go-fuzzing.md
+  handoff lint $inbox/.draft-go-fuzzing.md
+  mv $inbox/.draft-go-fuzzing.md $inbox/2026-04-20-1537-go-fuzzing.md
+  handoff template --document > /tmp/tools-note.md`,
+		Args: cobra.NoArgs,
+		RunE: c.run,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&c.card, "card", false, "a create-card handoff: a new memory card (the default)")
