@@ -34,6 +34,12 @@ const (
 	SectionTargetDocument  = "target document"
 	SectionDocumentContent = "suggested document content"
 	SectionReviewerNotes   = "reviewer notes"
+	// The continuity sections: what the next agent in the repository
+	// should know. They never change routing and never enter a card or a
+	// document (docs/handoff-format.md, "Continuity").
+	SectionOpenQuestions = "open questions"
+	SectionNextSteps     = "next steps"
+	SectionContinues     = "continues"
 )
 
 // sectionHeadings maps each section key to the heading a writer should use.
@@ -50,6 +56,9 @@ var sectionHeadings = map[string]string{
 	SectionTargetDocument:  "Target document",
 	SectionDocumentContent: "Suggested document content",
 	SectionReviewerNotes:   "Reviewer notes",
+	SectionOpenQuestions:   "Open questions",
+	SectionNextSteps:       "Next steps",
+	SectionContinues:       "Continues",
 }
 
 // Memory actions a handoff can recommend.
@@ -85,6 +94,13 @@ type Handoff struct {
 	// Document is set when the Target document or Suggested document
 	// content section is present.
 	Document *DocChange
+
+	// OpenQuestions and NextSteps are the continuity lists, one item per
+	// list line ("- ", "* " or "1. " markers dropped; other lines join the
+	// item above). Continues names the earlier handoff this one carries
+	// on: its file name or SHA-256, as written.
+	OpenQuestions, NextSteps []string
+	Continues                string
 
 	raw string // the whole file, as parsed, for the content scans
 }
@@ -217,7 +233,36 @@ func Parse(data []byte) (*Handoff, error) {
 	if target, content := read(SectionTargetDocument), read(SectionDocumentContent); target != "" || content != "" {
 		h.Document = &DocChange{Target: target, Content: content}
 	}
+	h.OpenQuestions = listItems(read(SectionOpenQuestions))
+	h.NextSteps = listItems(read(SectionNextSteps))
+	h.Continues = read(SectionContinues)
 	return h, nil
+}
+
+// listMarkerRE matches a list item's marker: "- ", "* ", "+ " or "1. ".
+var listMarkerRE = regexp.MustCompile(`^\s*(?:[-*+]|\d{1,3}[.)])\s+`)
+
+// listItems reads a section's body as a list: each marked line starts an
+// item, an unmarked line continues the one above (or is an item of its
+// own when none is), blank lines end nothing.
+func listItems(body string) []string {
+	var items []string
+	cont := false
+	for _, line := range strings.Split(body, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case t == "":
+		case listMarkerRE.MatchString(line):
+			items = append(items, strings.TrimSpace(listMarkerRE.ReplaceAllString(line, "")))
+			cont = true
+		case cont:
+			items[len(items)-1] += " " + t
+		default:
+			items = append(items, t)
+			cont = true
+		}
+	}
+	return items
 }
 
 // sectionText returns a section's body, or "" when it is absent, empty or

@@ -511,3 +511,46 @@ func TestFrontMatterEscapedHiddenCharacters(t *testing.T) {
 		t.Fatalf("FrontMatter problem = %+v, want %s", p, ReasonHiddenCharacters)
 	}
 }
+
+// TestContinuitySections: Open questions, Next steps and Continues split
+// sections, parse as lists, never enter the card or the document, and
+// raise no problem (they never change routing).
+func TestContinuitySections(t *testing.T) {
+	cont := []section{
+		{"Open questions", "- does the deploy need the staging key?\n- why does\n  CI time out\n1. which branch"},
+		{"Next steps", "* run make fuzz\n\n* tag v1.2"},
+		{"Continues", "2026-12-02-1700-deploy.md"},
+	}
+	for _, tc := range []struct {
+		name string
+		secs []section
+	}{
+		{"card", append(slices.Clone(createCard), cont...)},
+		{"document", append([]section{{"Type", "workflow"}, {"Title", "t"}, {"Summary", "s"}, {"Recommended memory action", "no-card"},
+			{"Target document", "TOOLS.md"}, {"Suggested document content", "- a tool"}}, cont...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := Parse(build(tc.secs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"does the deploy need the staging key?", "why does CI time out", "which branch"}; !slices.Equal(h.OpenQuestions, want) {
+				t.Errorf("open questions %q; want %q", h.OpenQuestions, want)
+			}
+			if want := []string{"run make fuzz", "tag v1.2"}; !slices.Equal(h.NextSteps, want) {
+				t.Errorf("next steps %q; want %q", h.NextSteps, want)
+			}
+			if h.Continues != "2026-12-02-1700-deploy.md" {
+				t.Errorf("continues %q", h.Continues)
+			}
+			if probs := h.Validate(); len(probs) != 0 {
+				t.Errorf("problems %v; continuity sections must raise none", probs)
+			}
+			for _, leak := range []string{"staging key", "make fuzz", "Continues"} {
+				if h.Card != nil && strings.Contains(h.Card.Content, leak) || h.Document != nil && strings.Contains(h.Document.Content, leak) {
+					t.Errorf("%q entered the card or document", leak)
+				}
+			}
+		})
+	}
+}
