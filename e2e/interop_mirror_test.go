@@ -12,6 +12,7 @@ import (
 
 	"github.com/handoff-sync/handoff/internal/sshdtest"
 	"github.com/handoff-sync/handoff/mirror"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // TestInteropMirror publishes a mirror to each interop server: the first
@@ -136,25 +137,15 @@ var plantedCases = []plantedCase{
 // the receipt shows either an exact mirror (sha256sum -c passes) or a
 // mirror error for the host.
 func interopPlanted(t *testing.T, srv *sshdtest.Server, c plantedCase) {
-	base := remoteTree(t, srv)
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	mustMkdir(t, home)
-	ws := filepath.Join(dir, "ws")
-	manifestPath := filepath.Join(dir, "writers.yaml")
-	inbox := filepath.Join(base, "repo/.claude/memory-handoffs")
-	mustMkdir(t, inbox)
+	x := newMirrorCase(t, srv)
+	base := x.base
 	mustWrite(t, filepath.Join(base, "outside/TOOLS.md"), "the account's own tools\n")
 	mustWrite(t, filepath.Join(base, "outside/stale-victim.md"), "the account's own card\n")
-	mustWrite(t, filepath.Join(inbox, "c.md"), cardHandoff("create-card", "card.md", "a card"))
-	mustWrite(t, filepath.Join(inbox, "d.md"), docHandoff("TOOLS.md", "- a tool"))
+	mustWrite(t, filepath.Join(x.inbox, "d.md"), docHandoff("TOOLS.md", "- a tool"))
 	c.plant(t, base)
 	before := inodeTree(t, base, "repo")
 	mirrorDir := filepath.Join(base, c.mirror)
-	writeManifest(t, manifestPath, ws, hostYAML("writer", sshBlock(srv, ""), []string{srv.ClientPath(inbox)}, nil,
-		fmt.Sprintf("mirror: {path: %s}", srv.ClientPath(mirrorDir))))
-	r := runHandoff(t, childEnv(home), "sync", "--manifest", manifestPath, "--json")
-	m := receiptHost(t, decodeReceipt(t, r), "writer").Mirror
+	r, m := x.sync(srv.ClientPath(mirrorDir))
 	switch {
 	case m == nil:
 		t.Fatalf("no mirror in the receipt: %s", shortRun(r))
@@ -185,6 +176,36 @@ func interopPlanted(t *testing.T, srv *sshdtest.Server, c plantedCase) {
 			t.Errorf("%s appeared outside the mirror", k)
 		}
 	}
+}
+
+// mirrorCase is one writer host's tree on srv, with an inbox holding a
+// card handoff, and a canonical host's home and workspace.
+type mirrorCase struct {
+	t                        *testing.T
+	srv                      *sshdtest.Server
+	base, home, ws, manifest string
+	inbox                    string
+}
+
+func newMirrorCase(t *testing.T, srv *sshdtest.Server) *mirrorCase {
+	dir := t.TempDir()
+	x := &mirrorCase{t: t, srv: srv, base: remoteTree(t, srv), home: filepath.Join(dir, "home"),
+		ws: filepath.Join(dir, "ws"), manifest: filepath.Join(dir, "writers.yaml")}
+	x.inbox = filepath.Join(x.base, "repo/.claude/memory-handoffs")
+	mustMkdir(t, x.home)
+	mustMkdir(t, x.inbox)
+	mustWrite(t, filepath.Join(x.inbox, "c.md"), cardHandoff("create-card", "card.md", "a card"))
+	return x
+}
+
+// sync runs one sync with the host's mirror at mirrorPath (as the
+// client names it) and returns the run and the host's mirror result.
+func (x *mirrorCase) sync(mirrorPath string) (sshRun, *receipts.Mirror) {
+	x.t.Helper()
+	writeManifest(x.t, x.manifest, x.ws, hostYAML("writer", sshBlock(x.srv, ""), []string{x.srv.ClientPath(x.inbox)}, nil,
+		fmt.Sprintf("mirror: {path: %s}", mirrorPath)))
+	r := runHandoff(x.t, childEnv(x.home), "sync", "--manifest", x.manifest, "--json")
+	return r, receiptHost(x.t, decodeReceipt(x.t, r), "writer").Mirror
 }
 
 // inodeTree describes every entry below root, except the subtree skip
@@ -242,20 +263,10 @@ func mustSymlink(t *testing.T, target, name string) {
 // inside that home, so it is made and the mirror is published.
 // Invariant: nothing but the mirror's path appears in the chroot.
 func interopHomeIsRoot(t *testing.T, srv *sshdtest.Server) {
-	base := remoteTree(t, srv)
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	mustMkdir(t, home)
-	ws := filepath.Join(dir, "ws")
-	manifestPath := filepath.Join(dir, "writers.yaml")
-	inbox := filepath.Join(base, "repo/.claude/memory-handoffs")
-	mustMkdir(t, inbox)
-	mustWrite(t, filepath.Join(inbox, "c.md"), cardHandoff("create-card", "card.md", "a card"))
+	x := newMirrorCase(t, srv)
+	base := x.base
 	before := inodeTree(t, srv.Root(), filepath.Base(base))
-	writeManifest(t, manifestPath, ws, hostYAML("writer", sshBlock(srv, ""), []string{srv.ClientPath(inbox)}, nil,
-		"mirror: {path: ~/.openclaw/mirror}"))
-	r := runHandoff(t, childEnv(home), "sync", "--manifest", manifestPath, "--json")
-	m := receiptHost(t, decodeReceipt(t, r), "writer").Mirror
+	r, m := x.sync("~/.openclaw/mirror")
 	if m == nil || m.Outcome != mirror.OutcomeOK || m.Dir != "/.openclaw/mirror" {
 		t.Fatalf("mirror %+v: %s", m, shortRun(r))
 	}

@@ -202,6 +202,18 @@ func outsideMirrorOf(v *hostile.VFS, mirror string) []string {
 	return out
 }
 
+// checkConfined asserts that the server changed nothing outside mirror
+// and that every file outside it still holds what before recorded.
+func checkConfined(t *testing.T, v *hostile.VFS, mirror string, before map[string]string) {
+	t.Helper()
+	if m := mutationsOutside(v, mirror); len(m) != 0 {
+		t.Errorf("changed outside the mirror: %q", m)
+	}
+	if after := outsideData(v, mirror); !maps.Equal(before, after) {
+		t.Errorf("outside the mirror: %q, then %q", before, after)
+	}
+}
+
 func publishTo(t *testing.T, f *sshfs.FS, dir string, st *State, fs []File) (Result, *State) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -277,12 +289,7 @@ func TestPublishServerFollowsEverywhere(t *testing.T) {
 		if r.Outcome != OutcomeError || !strings.Contains(r.Error, "TOOLS.md") {
 			t.Errorf("outcome %s (%s); want an error naming TOOLS.md", r.Outcome, r.Error)
 		}
-		if m := mutationsOutside(v, vhome+"/mirror"); len(m) != 0 {
-			t.Errorf("changed outside the mirror: %q", m)
-		}
-		if after := outsideData(v, vhome+"/mirror"); !maps.Equal(before, after) {
-			t.Errorf("outside the mirror: %q, then %q", before, after)
-		}
+		checkConfined(t, v, vhome+"/mirror", before)
 	})
 	t.Run("symlinked stray card", func(t *testing.T) {
 		v := setup()
@@ -295,12 +302,7 @@ func TestPublishServerFollowsEverywhere(t *testing.T) {
 		if r.Outcome != OutcomeError || !strings.Contains(r.Error, "stale-victim.md") {
 			t.Errorf("outcome %s (%s); want an error naming stale-victim.md", r.Outcome, r.Error)
 		}
-		if m := mutationsOutside(v, vhome+"/mirror"); len(m) != 0 {
-			t.Errorf("changed outside the mirror: %q", m)
-		}
-		if after := outsideData(v, vhome+"/mirror"); !maps.Equal(before, after) {
-			t.Errorf("outside the mirror: %q, then %q", before, after)
-		}
+		checkConfined(t, v, vhome+"/mirror", before)
 	})
 }
 
