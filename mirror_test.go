@@ -1,7 +1,9 @@
 package handoff
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,9 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
+	"github.com/handoff-sync/handoff/transport"
 )
 
 // mirrorEnv is newEnv with a mirror on its local host.
@@ -99,5 +103,71 @@ func TestSyncMirrorFailureIsPartial(t *testing.T) {
 	}
 	if !strings.Contains(e.readWS("memory/cards/x.md"), "body") {
 		t.Error("the card was not applied")
+	}
+}
+
+// deniedInboxFS is the local file system on which the account may not
+// create or rename entries in one inbox (chown root: on it), as a host
+// whose SSH login can read that inbox but not write in it.
+type deniedInboxFS struct {
+	transport.Local
+	inbox string
+}
+
+func (d deniedInboxFS) denied(name string) bool { return strings.HasPrefix(name, d.inbox+"/") }
+
+func (d deniedInboxFS) Mkdir(ctx context.Context, name string) error {
+	if d.denied(name) {
+		return &fs.PathError{Op: "mkdir", Path: name, Err: fs.ErrPermission}
+	}
+	return d.Local.Mkdir(ctx, name)
+}
+
+func (d deniedInboxFS) Rename(ctx context.Context, oldname, newname string) error {
+	if d.denied(oldname) || d.denied(newname) {
+		return &fs.PathError{Op: "rename", Path: oldname, Err: fs.ErrPermission}
+	}
+	return d.Local.Rename(ctx, oldname, newname)
+}
+
+// TestSyncPartialHostGetsItsMirror: a host with one inbox the account
+// cannot archive in is partial, not failed; that inbox is in state error
+// with the hint, and the host's mirror is published all the same, with
+// the card a handoff of its other inbox made. Invariant: what cannot be
+// archived is stored and applied, never lost, and stays in its inbox.
+func TestSyncPartialHostGetsItsMirror(t *testing.T) {
+	e, dir := mirrorEnv(t)
+	e.dial = func(context.Context, manifest.HostConfig) (transport.FS, error) {
+		return deniedInboxFS{inbox: e.inbox2}, nil
+	}
+	e.put(e.inbox, "a.md", card("create-card", "x.md", "---\ntopic: t\ncategory: c\ntags: []\n---\nfrom app\n"))
+	stuck := e.put(e.inbox2, "b.md", doc("TOOLS.md", "- from lib"))
+	r := e.sync(false)
+	h := r.Hosts[0]
+	if r.Outcome != receipts.OutcomePartial || h.Outcome != receipts.HostPartial {
+		t.Fatalf("run %s, host %s (%s); want partial, partial", r.Outcome, h.Outcome, h.Error)
+	}
+	states := map[string]receipts.Inbox{}
+	for _, in := range h.Inboxes {
+		states[in.Path] = in
+	}
+	if in := states[e.inbox]; in.State != "ok" {
+		t.Errorf("the writable inbox: %+v, want ok", in)
+	}
+	if in := states[e.inbox2]; in.State != receipts.InboxError || !strings.HasSuffix(in.Error, "\nhint: "+claim.ArchiveDeniedHint(e.inbox2)) {
+		t.Errorf("the unwritable inbox: %+v, want state error with the hint", in)
+	}
+	if !strings.Contains(e.readWS("TOOLS.md"), "from lib") {
+		t.Error("the unarchivable handoff was not applied")
+	}
+	if _, err := os.Stat(stuck); err != nil {
+		t.Errorf("the unarchivable handoff left its inbox: %v", err)
+	}
+	m := h.Mirror
+	if m == nil || m.Outcome != mirror.OutcomeOK || !slices.Contains(m.Sent, "memory/cards/x.md") {
+		t.Fatalf("mirror %+v; want it published with the card", m)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "memory/cards/x.md")); err != nil || string(got) != e.readWS("memory/cards/x.md") {
+		t.Errorf("mirrored card %q (%v), want the workspace's", got, err)
 	}
 }

@@ -69,10 +69,10 @@ type Notifier interface {
 // HostProgress is one host's state during a run.
 type HostProgress struct {
 	Host    string
-	State   string // connecting | pulling | done | error
+	State   string // connecting | pulling | done | partial | error
 	Inboxes int    // inboxes scanned so far
 	Pulled  int    // handoffs stored so far
-	Err     string // with State "error"
+	Err     string // with State "partial" or "error"
 }
 
 // Sync pulls the selected hosts, ingests everything stored, and (unless a
@@ -325,9 +325,12 @@ func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *stat
 	}
 	progress(HostProgress{State: "connecting"})
 	rep, sess := pullHostReport(ctx, h, opts, st, runID, log)
-	if rep.Outcome == claim.OutcomeOK {
+	switch rep.Outcome {
+	case claim.OutcomeOK:
 		progress(HostProgress{State: "done", Inboxes: len(rep.Inboxes), Pulled: rep.Stored})
-	} else {
+	case claim.OutcomePartial:
+		progress(HostProgress{State: "partial", Inboxes: len(rep.Inboxes), Pulled: rep.Stored, Err: rep.Error})
+	default:
 		progress(HostProgress{State: "error", Inboxes: len(rep.Inboxes), Pulled: rep.Stored, Err: rep.Error})
 	}
 	return rep, sess
@@ -361,7 +364,8 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 
 // publishAll publishes the mirror of every host that kept its session,
 // once the run's ingest is done; when ingest failed, the mirrors are left
-// as they are. Hosts with a mirror whose pull failed are skipped.
+// as they are. A partial host (an inbox it could not archive in) keeps
+// its session and is published; hosts whose pull failed are skipped.
 func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
 	job := PublishJob{Workspace: wsDir, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
 	results := make([]*mirror.Result, len(hosts))

@@ -51,7 +51,9 @@ const (
 
 // Pull runs discovery, claim, store and acknowledgement for one host and
 // reports what happened. It never returns an error: a transport failure ends
-// the host's pull and is recorded in the report as outcome "error".
+// the host's pull and is recorded in the report as outcome "error"; files
+// stored but not archived put their inbox in state "error" and make the
+// outcome "partial".
 //
 // Ordering guarantee: a file is renamed on its host only after its exact
 // bytes are durable in the spool and its source is recorded by rec. A crash
@@ -89,8 +91,7 @@ type puller struct {
 	mu          sync.Mutex // guards what follows; the pipeline's goroutines share it
 	report      HostReport
 	deferred    map[string]map[string]int // inbox -> reason -> deferrals
-	archiveErrs []error
-	deniedInbox string                        // the first inbox an archive failed in for want of permission
+	archiveErrs map[string]*archiveErrs
 	roots       map[string]*transport.Root    // each inbox's: every move in it goes through it
 	dirs        map[string]bool               // archive directories known to exist, proved
 	listedDirs  map[string]transport.FileInfo // archive directories the inbox's listing showed, not yet proved
@@ -167,6 +168,7 @@ func (p *puller) run(ctx context.Context) error {
 	p.deferred = map[string]map[string]int{}
 	p.dirs, p.absent, p.notDirs = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	p.roots, p.listedDirs = map[string]*transport.Root{}, map[string]transport.FileInfo{}
+	p.archiveErrs = map[string]*archiveErrs{}
 	var work []*Inbox
 	for _, in := range inboxes {
 		// Discovery proved the inbox a real directory; its moves are
@@ -222,14 +224,55 @@ func (p *puller) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(p.archiveErrs) > 0 {
-		err := fmt.Errorf("%d file(s) stored but not archived (the next run retries): %w", len(p.archiveErrs), p.archiveErrs[0])
-		if p.deniedInbox != "" {
-			err = fmt.Errorf("%w\nhint: %s", err, ArchiveDeniedHint(p.deniedInbox))
-		}
-		return err
-	}
+	p.unarchived()
 	return nil
+}
+
+// archiveErrs are one inbox's failed archives (puller.archiveErrs holds
+// them by inbox): how many, the first error, and whether one failed for
+// want of permission.
+type archiveErrs struct {
+	n      int
+	first  error
+	denied bool
+}
+
+// unarchived puts each inbox some stored files could not be archived in
+// into state error, saying why (with the hint when permission was
+// missing), and makes the pull partial: the host answered, everything
+// stored is applied, and the next run archives what is left. The host's
+// error sums them up, with the first inbox's error.
+func (p *puller) unarchived() {
+	if len(p.archiveErrs) == 0 {
+		return
+	}
+	n, first := 0, ""
+	for _, e := range p.archiveErrs {
+		n += e.n
+		first = e.first.Error() // unless an inbox below has one
+	}
+	named := false
+	for i := range p.report.Inboxes {
+		in := &p.report.Inboxes[i]
+		e := p.archiveErrs[in.Path]
+		if e == nil {
+			continue
+		}
+		why := e.first.Error()
+		if e.denied {
+			why += "\nhint: " + ArchiveDeniedHint(in.Path)
+		}
+		in.State, in.Error = StateError, notArchived(e.n, why)
+		if !named {
+			first, named = why, true
+		}
+	}
+	p.report.Outcome = OutcomePartial
+	p.report.Error = notArchived(n, first)
+}
+
+func notArchived(n int, why string) string {
+	return fmt.Sprintf("%d file(s) stored but not archived (the next run retries): %s", n, why)
 }
 
 // ArchiveDeniedHint is the advice for an inbox the account can read but
@@ -714,10 +757,13 @@ func (pl *pipeline) archive(batch []claimed) {
 			}
 			p.log.Warn("archive failed", "host", p.cfg.Host, "name", Quote(path.Join(c.src.Inbox, c.src.Name)), "err", err)
 			p.mu.Lock()
-			p.archiveErrs = append(p.archiveErrs, err)
-			if p.deniedInbox == "" && errors.Is(err, fs.ErrPermission) {
-				p.deniedInbox = c.src.Inbox
+			e := p.archiveErrs[c.src.Inbox]
+			if e == nil {
+				e = &archiveErrs{first: err}
+				p.archiveErrs[c.src.Inbox] = e
 			}
+			e.n++
+			e.denied = e.denied || errors.Is(err, fs.ErrPermission)
 			if len(p.report.Unarchived) < MaxItems {
 				p.report.Unarchived = append(p.report.Unarchived, Item{Inbox: c.src.Inbox, Name: c.src.Name, SHA256: c.src.SHA256, Error: clip(err.Error(), maxErrText)})
 			}

@@ -14,13 +14,16 @@ const (
 	StateSymlink       = "symlink"
 	StateOptedOut      = "opted-out"
 	StateGitUnreadable = "git-unreadable"
-	StateError         = "error" // the inbox could not be listed
+	StateError         = "error" // the inbox could not be listed, or stored files could not be archived
 )
 
-// A host pull's outcomes (HostReport.Outcome).
+// A host pull's outcomes (HostReport.Outcome). A partial pull reached
+// every inbox but could not archive some stored files: those inboxes have
+// state StateError.
 const (
-	OutcomeOK    = "ok"
-	OutcomeError = "error"
+	OutcomeOK      = "ok"
+	OutcomePartial = "partial"
+	OutcomeError   = "error"
 )
 
 // Results of a claim that did not store the file. Stored files get their
@@ -126,7 +129,7 @@ type Recorder interface {
 type HostReport struct {
 	Name      string        `json:"name"`
 	Transport string        `json:"transport"`
-	Outcome   string        `json:"outcome"` // OutcomeOK | OutcomeError
+	Outcome   string        `json:"outcome"` // OutcomeOK | OutcomePartial | OutcomeError
 	Error     string        `json:"error"`
 	Inboxes   []InboxReport `json:"inboxes"`
 	Items     []Item        `json:"items"` // rejected and deferred files, at most MaxItems

@@ -79,7 +79,8 @@ type hostileCase struct {
 	root  string // a discovery root (max_depth 2) in place of the inbox
 	vfs   func(x *hostileX)
 	raw   func(x *hostileX)
-	// host is the hostile host's expected outcome: "ok" or "error".
+	// host is the hostile host's expected outcome: "ok", "partial" (files
+	// stored but not archived: their inbox is in state error) or "error".
 	host string
 	// unlisted: an inbox of the host could not be listed (state error),
 	// which makes the run partial though the host itself is ok.
@@ -409,11 +410,14 @@ func runHostileCase(t *testing.T, tc *hostileCase) {
 
 	// The hostile host's fate, and the run's outcome and exit code with it.
 	wantCode, wantOutcome := 0, receipts.OutcomeOK
-	if tc.host == "error" || tc.unlisted {
+	if tc.host != "ok" || tc.unlisted {
 		wantCode, wantOutcome = 1, receipts.OutcomePartial
 	}
 	if x.host.Outcome != tc.host {
 		t.Errorf("hostile host: outcome %q (error %q), want %q", x.host.Outcome, x.host.Error, tc.host)
+	}
+	if tc.host == "partial" && x.inbox().State != receipts.InboxError {
+		t.Errorf("hostile host partial, yet its inbox is in state %q, not %q", x.inbox().State, receipts.InboxError)
 	}
 	if strings.Contains(x.host.Error, "worker crashed") {
 		t.Errorf("hostile host crashed its worker: %s\nstderr:\n%s", x.host.Error, hostileTail(r.stderr, 3000))
@@ -1059,7 +1063,7 @@ var hostileCases = []hostileCase{
 				return strings.Contains(to, "/processed/"), nil
 			}
 		},
-		host:   "error",
+		host:   "partial",
 		errHas: []string{"stored but not archived"},
 		check: func(t *testing.T, x *hostileX) {
 			x.routed("good.md") // stored before the rename: ingested once
@@ -1081,7 +1085,7 @@ var hostileCases = []hostileCase{
 			x.vfs.Add(path.Join(hostileInbox, processedName("same.md", same)), hostile.File(same))
 			x.vfs.Add(path.Join(hostileInbox, processedName("diff.md", diff)), hostile.File("planted by the host\n"))
 		},
-		host:   "error",
+		host:   "partial",
 		errHas: []string{"already holds different content"},
 		check: func(t *testing.T, x *hostileX) {
 			x.routed("same.md")
@@ -1198,7 +1202,7 @@ var hostileCases = []hostileCase{
 			x.vfs.Add(hostileHome+"/pdir", hostile.Dir())
 			x.vfs.Add(path.Join(hostileInbox, "processed"), hostile.Symlink(hostileHome+"/pdir"))
 		},
-		host:   "error",
+		host:   "partial",
 		errHas: []string{"stored but not archived", "not a directory"},
 		check: func(t *testing.T, x *hostileX) {
 			x.routed("good.md")
@@ -1507,7 +1511,7 @@ var hostileCases = []hostileCase{
 				return nil
 			}
 		},
-		host:   "error",
+		host:   "partial",
 		errHas: []string{"stored but not archived"},
 		check: func(t *testing.T, x *hostileX) {
 			x.routed("good.md")

@@ -9,11 +9,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/failpoint"
+	"github.com/handoff-sync/handoff/internal/hostile"
 	"github.com/handoff-sync/handoff/internal/sshdtest"
 	"github.com/handoff-sync/handoff/mirror"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // mirrorWorld is a laptop reached over real OpenSSH whose mirror is at
@@ -179,5 +183,80 @@ func TestMirrorCrashAtEveryFailpoint(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMirrorPartialHostOverSSH is the report over SSH: the login
+// may read one inbox but not rename in it (chown root: on it), and the
+// host still gets its mirror, with the card another of its inboxes sent.
+// The host is partial, not failed; the unwritable inbox is in state error
+// with the hint, stderr names it, and the run exits 1. Invariants: the
+// unarchivable handoff is stored and applied, never lost, and stays in its
+// inbox; the mirror holds the workspace's card byte for byte.
+func TestMirrorPartialHostOverSSH(t *testing.T) {
+	const (
+		vhome  = "/srv/laptop"
+		app    = vhome + "/app/.claude/memory-handoffs"
+		locked = vhome + "/lib/.claude/memory-handoffs"
+		dir    = vhome + "/mirror"
+	)
+	root := t.TempDir()
+	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
+	mustMkdir(t, home)
+	v := hostile.NewVFS(vhome)
+	v.Writable = true // the login may write its own directories: the mirror, app's inbox
+	v.Rename = func(from, to string) (bool, error) {
+		if strings.HasPrefix(from, locked+"/") {
+			return true, syscall.EACCES // SSH_FX_PERMISSION_DENIED, as OpenSSH answers
+		}
+		return false, nil
+	}
+	a := cardHandoff("create-card", "x.md", mirrorCard+"from app")
+	b := docHandoff("TOOLS.md", "- from lib")
+	v.Add(app+"/a.md", hostile.File(a))
+	v.Add(locked+"/b.md", hostile.File(b))
+	srv := hostile.Start(t, filepath.Join(root, "keys"), v)
+	sshYAML := fmt.Sprintf("{host: %s, port: %d, user: %s, identity_file: %s, known_hosts: %s}",
+		srv.Host, srv.Port, srv.User, srv.IdentityFile, srv.KnownHosts)
+	writeManifest(t, manifestPath, ws, hostYAML("laptop", sshYAML, []string{app, locked}, nil, "mirror: {path: "+dir+"}"))
+
+	r := runHandoff(t, childEnv(home), "sync", "--manifest", manifestPath)
+	rc := latestReceipt(t, ws)
+	h := receiptHost(t, rc, "laptop")
+	if r.code != 1 || rc.Outcome != receipts.OutcomePartial || h.Outcome != receipts.HostPartial {
+		t.Fatalf("exit %d, run %s, host %s (%s); want 1, partial, partial\n%v", r.code, rc.Outcome, h.Outcome, h.Error, r)
+	}
+	hint := "hint: " + claim.ArchiveDeniedHint(locked)
+	for _, in := range h.Inboxes {
+		switch in.Path {
+		case app:
+			if in.State != "ok" {
+				t.Errorf("the writable inbox: %+v, want ok", in)
+			}
+		case locked:
+			if in.State != receipts.InboxError || !strings.HasSuffix(in.Error, "\n"+hint) {
+				t.Errorf("the unwritable inbox: %+v, want state error ending with %q", in, hint)
+			}
+		}
+	}
+	if !strings.Contains(r.stderr, "handoff: host laptop: 1 file(s) stored but not archived") || !strings.Contains(r.stderr, hint) {
+		t.Errorf("stderr does not name the host's failure and its hint:\n%s", r.stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "TOOLS.md")); !strings.Contains(string(got), "from lib") {
+		t.Errorf("the unarchivable handoff was not applied: TOOLS.md %q", got)
+	}
+	if v.Node(locked+"/b.md") == nil {
+		t.Error("b.md left the unwritable inbox")
+	}
+	if v.Node(app+"/"+processedName("a.md", a)) == nil {
+		t.Error("a.md was not archived in the writable inbox")
+	}
+	m := h.Mirror
+	if m == nil || m.Outcome != mirror.OutcomeOK || !slices.Contains(m.Sent, "memory/cards/x.md") {
+		t.Fatalf("mirror %+v; want it published with the card", m)
+	}
+	card, err := os.ReadFile(filepath.Join(ws, "memory/cards/x.md"))
+	if n := v.Node(dir + "/memory/cards/x.md"); err != nil || n == nil || string(n.Data) != string(card) {
+		t.Errorf("the host's mirror does not hold the workspace's card (%v)", err)
 	}
 }

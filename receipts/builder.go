@@ -15,8 +15,13 @@ const (
 
 	HostOK    = "ok"
 	HostError = "error"
+	// HostPartial: the host was pulled, but some of its inboxes are in
+	// state error (files stored but not archived); its mirror is
+	// published all the same.
+	HostPartial = "partial"
 
-	// InboxError is the state of an inbox that could not be listed.
+	// InboxError is the state of an inbox that could not be listed, or
+	// whose stored files could not all be archived.
 	InboxError = "error"
 )
 
@@ -69,16 +74,19 @@ func (b *Builder) NotifyFailed(err error) bool {
 
 // Judge tallies the counts and sets the outcome and status: failed when
 // the ingest failed (runErr) or every host did, partial when some host
-// failed or some inbox could not be listed, else ok; ingested when any
-// handoff got a result other than deferred. It may be called again after
-// more is added.
+// failed or was partial, some inbox could not be listed or archived in, or
+// a mirror failed, else ok; ingested when any handoff got a result other
+// than deferred. It may be called again after more is added.
 func (b *Builder) Judge(runErr error) {
 	r := b.r
 	r.Tally()
 	failed, unlisted := 0, 0
 	for _, h := range r.Hosts {
-		if h.Outcome == HostError {
+		switch h.Outcome {
+		case HostError:
 			failed++
+		case HostPartial:
+			unlisted++
 		}
 		for _, in := range h.Inboxes {
 			if in.State == InboxError {

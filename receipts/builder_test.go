@@ -10,6 +10,7 @@ import (
 // failed host is never reported ok, an ingest error never partial.
 func TestBuilderJudge(t *testing.T) {
 	ok, bad := Host{Name: "a", Outcome: HostOK}, Host{Name: "b", Outcome: HostError}
+	part := Host{Name: "d", Outcome: HostPartial}
 	tests := []struct {
 		name            string
 		hosts           []Host
@@ -26,6 +27,11 @@ func TestBuilderJudge(t *testing.T) {
 		// SPEC: an inbox whose listing failed makes the run partial; its
 		// handoffs were not taken, though the host answered.
 		{"an inbox not listed", []Host{ok, {Name: "c", Outcome: HostOK, Inboxes: []Inbox{{State: "ok"}, {State: InboxError}}}}, nil, nil, OutcomePartial, StatusEmpty},
+		// A host that could not archive in one inbox is partial, never
+		// failed: its handoffs were taken and applied. Every host
+		// partial is still a partial run.
+		{"every host partial", []Host{part, part}, []string{ResultPromoted}, nil, OutcomePartial, StatusIngested},
+		{"a partial host", []Host{ok, part}, nil, nil, OutcomePartial, StatusEmpty},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -76,7 +76,7 @@ type Counts struct {
 type Host struct {
 	Name      string  `json:"name"`
 	Transport string  `json:"transport"`
-	Outcome   string  `json:"outcome"` // ok | error | skipped
+	Outcome   string  `json:"outcome"` // ok | partial | error
 	Error     string  `json:"error"`
 	Inboxes   []Inbox `json:"inboxes"`
 	// ItemsDropped counts rejected and deferred files left out of
