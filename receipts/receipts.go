@@ -168,10 +168,21 @@ func (r *Receipt) Tally() {
 	}
 }
 
-// NoUpdates reports whether the run neither pulled nor applied anything.
+// NoUpdates reports whether the run neither pulled, applied nor
+// published anything: no handoff stored or given a result that changes
+// the workspace, and no host's mirror sent or removed a file (MIRROR.json
+// alone included). In a dry run, what it would have done counts.
 func (r *Receipt) NoUpdates() bool {
 	c := r.Counts
-	return c.Pulled == 0 && c.Promoted == 0 && c.Routed == 0 && c.Review == 0 && c.Malformed == 0
+	if c.Pulled != 0 || c.Promoted != 0 || c.Routed != 0 || c.Review != 0 || c.Malformed != 0 {
+		return false
+	}
+	for _, h := range r.Hosts {
+		if m := h.Mirror; m != nil && (len(m.Sent) > 0 || len(m.Removed) > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Summary is the last line (or two) a run prints.

@@ -26,6 +26,25 @@ func TestSummaryAndNoUpdates(t *testing.T) {
 			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", true},
 		{"partial, nothing pulled", Receipt{Mode: ModeApply, Outcome: OutcomePartial},
 			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", true},
+		// SPEC: NO_UPDATES only when nothing was published to a mirror
+		// either. A run that sent mirror files (or would, in a dry run)
+		// changed a host; one whose mirror was up to date did not.
+		{"published a mirror", Receipt{Mode: ModeApply, Outcome: OutcomeOK, Hosts: []Host{
+			{Name: "a", Mirror: &Mirror{Outcome: "ok", Sent: []string{}, Removed: []string{}}},
+			{Name: "b", Mirror: &Mirror{Outcome: "ok", Sent: []string{"memory/cards/x.md", "SHA256SUMS", "MIRROR.json"}, Removed: []string{}}}}},
+			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", false},
+		{"removed from a mirror", Receipt{Mode: ModeApply, Outcome: OutcomeOK, Hosts: []Host{
+			{Name: "a", Mirror: &Mirror{Outcome: "ok", Sent: []string{}, Removed: []string{"memory/cards/gone.md"}}}}},
+			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", false},
+		{"rewrote MIRROR.json only", Receipt{Mode: ModeApply, Outcome: OutcomeOK, Hosts: []Host{
+			{Name: "a", Mirror: &Mirror{Outcome: "ok", Sent: []string{"MIRROR.json"}, Removed: []string{}}}}},
+			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", false},
+		{"dry run would publish", Receipt{Mode: ModeDryRun, Outcome: OutcomeOK, Hosts: []Host{
+			{Name: "a", Mirror: &Mirror{Outcome: "ok", Sent: []string{"HANDOFF.md"}, Removed: []string{}}}}},
+			"[dry-run] Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\n", false},
+		{"mirror up to date", Receipt{Mode: ModeApply, Outcome: OutcomeOK, Hosts: []Host{
+			{Name: "a", Mirror: &Mirror{Outcome: "ok", Sent: []string{}, Removed: []string{}}}, {Name: "b"}}},
+			"Pulled 0  Promoted 0  Routed 0  Review 0  Malformed 0  Duplicate 0  Rejected 0  Deferred 0\nNO_UPDATES\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.r.Summary(); got != tc.want {
