@@ -14,6 +14,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -30,7 +31,8 @@ func isTerminal(w io.Writer) bool {
 
 // printRunTable prints, after the summary, why handoffs were deferred, a
 // table of what this run decided (host when there are several, name,
-// result, reason, target) bounded to maxTableRows, and the receipt's path.
+// result, reason, target) bounded to maxTableRows, a line per mirrored
+// host, and the receipt's path.
 // Every line of a dry run starts with "[dry-run] ".
 func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Receipt) {
 	prefix := ""
@@ -72,11 +74,38 @@ func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Rec
 			fmt.Fprintf(w, "%s… and %d more, see the receipt\n", prefix, n)
 		}
 	}
+	for _, h := range r.Hosts {
+		if h.Mirror != nil {
+			fmt.Fprintf(w, "%sMirror %s: %s\n", prefix, safeText(h.Name), mirrorLine(h.Mirror, r.Mode == receipts.ModeDryRun))
+		}
+	}
 	if r.Mode == receipts.ModeDryRun {
 		fmt.Fprintf(w, "%sReceipt: none (a dry run writes nothing)\n", prefix)
 		return
 	}
 	fmt.Fprintf(w, "Receipt: %s\n", filepath.Join(ws, filepath.FromSlash(layout.ReceiptsDir), r.RunID+".json"))
+}
+
+// mirrorLine says what a host's mirror did: the files it sent and
+// removed (MIRROR.json among them when it was rewritten) and its
+// generation, or why it was not published; in a dry run, what it would
+// do.
+func mirrorLine(m *receipts.Mirror, dryRun bool) string {
+	switch m.Outcome {
+	case mirror.OutcomeOK:
+	case mirror.OutcomeSkipped:
+		return "skipped: " + printable(firstLine(m.Error))
+	default:
+		return "error: " + printable(firstLine(m.Error))
+	}
+	if len(m.Sent) == 0 && len(m.Removed) == 0 {
+		return fmt.Sprintf("up to date; generation %d", m.Generation)
+	}
+	send, remove := "sent", "removed"
+	if dryRun {
+		send, remove = "would send", "remove"
+	}
+	return fmt.Sprintf("%s %d file(s) (%s), %s %d; generation %d", send, len(m.Sent), formatBytes(m.Bytes), remove, len(m.Removed), m.Generation)
 }
 
 // deferredWhy counts the deferred handoffs by reason, as a person reads

@@ -59,3 +59,26 @@ func TestRunTableBounded(t *testing.T) {
 		t.Errorf("no pointer to the receipt for the rest:\n%s", out)
 	}
 }
+
+// A mirrored host's line says what its mirror did, or why it did not:
+// the first line of its error only, with what a terminal would act on
+// escaped.
+func TestMirrorLine(t *testing.T) {
+	for _, tc := range []struct {
+		m      receipts.Mirror
+		dryRun bool
+		want   string
+	}{
+		{receipts.Mirror{Outcome: "ok", Sent: []string{"memory/cards/x.md", "SHA256SUMS", "MIRROR.json"}, Removed: []string{"memory/cards/y.md"}, Bytes: 2150, Generation: 4}, false,
+			"sent 3 file(s) (2.1 KiB), removed 1; generation 4"},
+		{receipts.Mirror{Outcome: "ok", Sent: []string{"HANDOFF.md"}, Bytes: 900, Generation: 5}, true,
+			"would send 1 file(s) (900 B), remove 0; generation 5"},
+		{receipts.Mirror{Outcome: "ok", Generation: 4}, false, "up to date; generation 4"},
+		{receipts.Mirror{Outcome: "skipped", Error: "the pull failed: ssh: refused"}, false, "skipped: the pull failed: ssh: refused"},
+		{receipts.Mirror{Outcome: "error", Error: "mirror ~/m: \x1b[31mbad\nhint: more"}, false, `error: mirror ~/m: \x1b[31mbad`},
+	} {
+		if got := mirrorLine(&tc.m, tc.dryRun); got != tc.want {
+			t.Errorf("mirrorLine(%+v) = %q, want %q", tc.m, got, tc.want)
+		}
+	}
+}
