@@ -6,15 +6,23 @@
 // named point is reached; name@N kills it on the N-th time. SIGKILL cannot be
 // caught, so no deferred cleanup runs: exactly what a power cut or an OOM
 // kill looks like to the file system and the ledger.
+//
+// name:pause (or name@N:pause) stops there instead, for a test that
+// signals the process at a known step: it prints "failpoint: paused at
+// name" on stderr and waits until the process gets SIGINT or SIGTERM
+// (at most PauseMax), then lets the process see the signal (its own
+// handler, such as signal.NotifyContext, gets it as well) and goes on.
 package failpoint
 
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Env is the environment variable that arms a failpoint.
@@ -58,10 +66,20 @@ var ReviewNames = []string{
 	"review.draft-removed", // the draft removed, not yet marked so in the ledger; no receipt yet
 }
 
+// Bounds of the pause action: it never waits longer than PauseMax, so a
+// test that fails to signal cannot hang; after the signal it waits
+// pauseSettle, so that the process's own handler has acted on it before
+// the code after the point runs.
+const (
+	PauseMax    = time.Minute
+	pauseSettle = 200 * time.Millisecond
+)
+
 var (
 	once   sync.Once
 	armed  string
 	target int
+	pause  bool
 	mu     sync.Mutex
 	hits   = map[string]int{}
 	known  = map[string]bool{}
@@ -81,6 +99,7 @@ func load() {
 	if v == "" {
 		return
 	}
+	v, pause = strings.CutSuffix(v, ":pause")
 	name, count, found := strings.Cut(v, "@")
 	target = 1
 	if found {
@@ -107,8 +126,28 @@ func Inject(name string) {
 	hits[name]++
 	n := hits[name]
 	mu.Unlock()
-	if n == target {
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // SIGKILL is delivered asynchronously; never continue
+	if n != target {
+		return
+	}
+	if pause {
+		pauseHere(name)
+		return
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL is delivered asynchronously; never continue
+}
+
+// pauseHere waits at name for SIGINT or SIGTERM, at most PauseMax. The
+// signal is watched before the line is printed, so a test may signal as
+// soon as it reads it.
+func pauseHere(name string) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	fmt.Fprintf(os.Stderr, "failpoint: paused at %s\n", name)
+	select {
+	case <-sig:
+		time.Sleep(pauseSettle)
+	case <-time.After(PauseMax):
 	}
 }
