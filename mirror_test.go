@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -169,5 +170,69 @@ func TestSyncPartialHostGetsItsMirror(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "memory/cards/x.md")); err != nil || string(got) != e.readWS("memory/cards/x.md") {
 		t.Errorf("mirrored card %q (%v), want the workspace's", got, err)
+	}
+}
+
+// cancelingFS is the local file system that cancels the run's context
+// once it has removed a file under dir: the run is interrupted in the
+// middle of a publish, after its removals.
+type cancelingFS struct {
+	transport.Local
+	dir    string
+	cancel context.CancelFunc
+}
+
+func (c cancelingFS) Remove(ctx context.Context, name string) error {
+	err := c.Local.Remove(ctx, name)
+	if strings.HasPrefix(name, c.dir+"/") {
+		c.cancel()
+	}
+	return err
+}
+
+// TestSyncInterruptedPublish: a run interrupted while it publishes a
+// mirror still writes its receipt and finishes its bookkeeping (Sync
+// returned "ledger: context canceled"), and the receipt marks the mirror
+// interrupted, with an error that says the next sync finishes it.
+// Invariant: the receipt never contradicts the host: its generation is
+// the one MIRROR.json names, and what it lists as removed is gone.
+func TestSyncInterruptedPublish(t *testing.T) {
+	e, dir := mirrorEnv(t)
+	e.put(e.inbox, "a.md", card("create-card", "x.md", "---\ntopic: t\ncategory: c\ntags: []\n---\nbody\n"))
+	e.sync(false)
+	if err := os.Remove(filepath.Join(e.ws, "memory/cards/x.md")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dial := func(context.Context, manifest.HostConfig) (transport.FS, error) {
+		return cancelingFS{dir: dir, cancel: cancel}, nil
+	}
+	r, err := Sync(ctx, Options{Manifest: e.m, Dial: dial})
+	if err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	m := r.Hosts[0].Mirror
+	if r.Outcome != receipts.OutcomePartial || m == nil || m.Outcome != mirror.OutcomeError || !m.Interrupted ||
+		!strings.HasPrefix(m.Error, "interrupted: ") || !strings.Contains(m.Error, "the next sync finishes the job") {
+		t.Fatalf("outcome %s, mirror %+v; want partial and an interrupted mirror", r.Outcome, m)
+	}
+	saved, err := receipts.Read(filepath.Join(e.ws, ".handoff/receipts", r.RunID+".json"))
+	if err != nil || saved.Hosts[0].Mirror == nil || !saved.Hosts[0].Mirror.Interrupted {
+		t.Fatalf("the receipt file: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "MIRROR.json"))
+	var info mirror.Info
+	if err == nil {
+		err = json.Unmarshal(data, &info)
+	}
+	if err != nil || info.Generation != m.Generation || info.Complete {
+		t.Errorf("MIRROR.json %s (%v); the receipt says generation %d, interrupted", data, err, m.Generation)
+	}
+	if !slices.Equal(m.Removed, []string{"memory/cards/x.md"}) {
+		t.Errorf("removed %q, want the card", m.Removed)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "memory/cards/x.md")); err == nil {
+		t.Error("the card is listed as removed, yet is in the mirror")
 	}
 }

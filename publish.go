@@ -154,10 +154,7 @@ func (s *workerSession) publish(ctx context.Context, job PublishJob) mirror.Resu
 	if err := json.NewEncoder(s.stdin).Encode(job); err != nil {
 		return fail("worker: send the publish job: %v", err)
 	}
-	timer := time.NewTimer(s.h.Timeout + workerGrace)
-	defer timer.Stop()
-	select {
-	case m, ok := <-s.out:
+	result := func(m workerMsg, ok bool) mirror.Result {
 		if !ok || m.err != nil {
 			return fail("worker sent no mirror result: %v", m.err)
 		}
@@ -166,10 +163,28 @@ func (s *workerSession) publish(ctx context.Context, job PublishJob) mirror.Resu
 			return fail("worker sent no valid mirror result")
 		}
 		return res
+	}
+	timer := time.NewTimer(s.h.Timeout + workerGrace)
+	defer timer.Stop()
+	select {
+	case m, ok := <-s.out:
+		return result(m, ok)
 	case <-timer.C:
 		return fail("worker did not finish the mirror within the host's deadline of %s; killed", s.h.Timeout)
 	case <-ctx.Done():
-		return fail("run canceled: %v", ctx.Err())
+	}
+	// The run was interrupted. The worker has a process group of its own,
+	// so a terminal's ^C did not reach it: it is told to stop too, and
+	// given a grace to say what it did, which the receipt then records
+	// (it may have written files, or even finished).
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	grace := time.NewTimer(workerGrace)
+	defer grace.Stop()
+	select {
+	case m, ok := <-s.out:
+		return result(m, ok)
+	case <-grace.C:
+		return fail("the worker did not say within %s what it had published", workerGrace)
 	}
 }
 

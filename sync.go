@@ -221,7 +221,9 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := st.led.FinishRun(ctx, r.RunID, r.Outcome, r.Status, path); err != nil {
+	// An interrupted run still finishes its bookkeeping: the receipt is
+	// written, and the ledger's run row must point at it.
+	if err := st.led.FinishRun(context.WithoutCancel(ctx), r.RunID, r.Outcome, r.Status, path); err != nil {
 		return r, fmt.Errorf("ledger: %w", err)
 	}
 	return r, nil
@@ -369,6 +371,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
 	job := PublishJob{Workspace: wsDir, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
 	results := make([]*mirror.Result, len(hosts))
+	interrupted := make([]bool, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		sess := sessions[i]
 		switch {
@@ -383,6 +386,10 @@ func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []clai
 			j := job
 			j.StateFile = mirror.StateFile(filepath.Join(wsDir, layout.MirrorsDir), h.Name)
 			res := sess.publish(ctx, j)
+			if ctx.Err() != nil && res.Outcome != mirror.OutcomeOK {
+				interrupted[i] = true
+				res = interruptedPublish(res, j.StateFile)
+			}
 			results[i] = &res
 		}
 	})
@@ -391,8 +398,24 @@ func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []clai
 			continue
 		}
 		b.SetMirror(hosts[i].Name, receipts.Mirror{Outcome: res.Outcome, Dir: res.Dir, Sent: nonNil(res.Sent), Removed: nonNil(res.Removed),
-			Bytes: res.Bytes, Generation: res.Generation, Error: res.Error})
+			Bytes: res.Bytes, Generation: res.Generation, Error: res.Error, Interrupted: interrupted[i]})
 	}
+}
+
+// interruptedPublish is the result of a publish the run's interruption
+// (SIGINT, SIGTERM) stopped: what the publisher says it did, kept as it
+// is so that the receipt agrees with the host, and an error that says
+// so. A publisher that said nothing leaves the generation of the last
+// publish known to have finished.
+func interruptedPublish(res mirror.Result, stateFile string) mirror.Result {
+	res.Outcome = mirror.OutcomeError
+	res.Error = "interrupted: the run was stopped while publishing; the next sync finishes the job (" + res.Error + ")"
+	if res.Generation == 0 {
+		if st, err := mirror.LoadState(stateFile); err == nil {
+			res.Generation = st.Generation
+		}
+	}
+	return res
 }
 
 func nonNil(s []string) []string {

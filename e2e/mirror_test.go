@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/failpoint"
@@ -258,5 +261,199 @@ func TestMirrorPartialHostOverSSH(t *testing.T) {
 	card, err := os.ReadFile(filepath.Join(ws, "memory/cards/x.md"))
 	if n := v.Node(dir + "/memory/cards/x.md"); err != nil || n == nil || string(n.Data) != string(card) {
 		t.Errorf("the host's mirror does not hold the workspace's card (%v)", err)
+	}
+}
+
+// interruptedMirror is a local host's mirror whose publish a SIGINT
+// stopped: the run, its receipt, and the host's tree before and after.
+type interruptedMirror struct {
+	w                *world
+	dir              string
+	env              []string
+	stderr           string
+	first, rc        *receipts.Receipt
+	m                *receipts.Mirror
+	oldTree, newTree map[string]string
+	wantCards        map[string]string // the workspace's cards, by their path in the mirror
+}
+
+// interruptPublish publishes three cards, then runs a sync whose publish
+// sends a new a and a d and removes c, pauses its worker at
+// mirror.removed and sends the run SIGINT there, as ^C on a terminal does:
+// to the run, not its workers, which have process groups of their own.
+func interruptPublish(t *testing.T) *interruptedMirror {
+	t.Helper()
+	w := newWorld(t)
+	x := &interruptedMirror{w: w, dir: filepath.Join(w.dir, "mirror")}
+	home := filepath.Join(w.dir, "home")
+	mustMkdir(t, home)
+	inbox := w.inboxes[0]
+	writeManifest(t, w.manifest, w.ws, hostYAML("canonical", "", []string{inbox}, nil, "mirror: {path: "+x.dir+"}"))
+	x.env = childEnv(home)
+	for _, n := range []string{"a", "b", "c"} {
+		mustWrite(t, filepath.Join(inbox, n+".md"), cardHandoff("create-card", n+".md", mirrorCard+"v1 of "+n))
+	}
+	if r := runHandoff(t, x.env, "sync", "--manifest", w.manifest); r.code != 0 {
+		t.Fatalf("first sync: %v", r)
+	}
+	x.first = latestReceipt(t, w.ws)
+	x.oldTree = hashTree(t, x.dir)
+	a, _ := os.ReadFile(filepath.Join(x.dir, "memory/cards/a.md"))
+	mustWrite(t, filepath.Join(inbox, "a2.md"), cardHandoff("update-card", "a.md", mirrorCard+"v2 of a", "Expected card SHA256", sum(string(a))))
+	mustWrite(t, filepath.Join(inbox, "d.md"), cardHandoff("create-card", "d.md", mirrorCard+"v1 of d"))
+	if err := os.Remove(filepath.Join(w.ws, "memory/cards/c.md")); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.Command(binary(), "sync", "--manifest", w.manifest, "-v", "--log-format", "json")
+	cmd.Env = append(slices.Clone(x.env), failpoint.Env+"=mirror.removed:pause")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	paused, read := make(chan struct{}), make(chan struct{})
+	var lines []string
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.Contains(sc.Text(), "failpoint: paused at mirror.removed") {
+				close(paused)
+			}
+		}
+	}()
+	select {
+	case <-paused:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-read
+		cmd.Wait()
+		t.Fatalf("the publish never paused at mirror.removed:\n%s", strings.Join(lines, "\n"))
+	}
+	cmd.Process.Signal(os.Interrupt)
+	exited := make(chan error, 1)
+	go func() {
+		<-read
+		exited <- cmd.Wait()
+	}()
+	select {
+	case err = <-exited:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sync did not end within 20s of SIGINT")
+	}
+	x.stderr = strings.Join(lines, "\n")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("interrupted sync: %v, want exit 1\n%s", err, x.stderr)
+	}
+	x.rc = latestReceipt(t, w.ws)
+	if x.rc.RunID == x.first.RunID {
+		t.Fatal("the interrupted run wrote no receipt")
+	}
+	x.m = receiptHost(t, x.rc, "canonical").Mirror
+	if x.m == nil {
+		t.Fatal("the interrupted run's receipt has no mirror")
+	}
+	x.newTree = hashTree(t, x.dir)
+	x.wantCards = map[string]string{}
+	for k, v := range hashTree(t, filepath.Join(w.ws, "memory/cards")) {
+		x.wantCards["memory/cards/"+k] = v
+	}
+	return x
+}
+
+// TestMirrorInterruptedPublish: a publish stopped by SIGINT is reported
+// as what it is. Invariant: the receipt never contradicts the host: the
+// files it lists as sent hold their new bytes, the ones it lists as
+// removed are gone, every other file is as it was, and its generation is
+// the one MIRROR.json names. The error says the run was interrupted and
+// that the next sync finishes the job, stderr says so (not "ledger:
+// context canceled"), and doctor does not send the person to the
+// Refusals.
+func TestMirrorInterruptedPublish(t *testing.T) {
+	x := interruptPublish(t)
+	for _, want := range []string{"handoff: host canonical: mirror: interrupted: ", "the next sync finishes the job", "handoff: interrupted: "} {
+		if !strings.Contains(x.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, x.stderr)
+		}
+	}
+	if strings.Contains(x.stderr, "handoff: ledger:") {
+		t.Errorf("stderr blames the ledger:\n%s", x.stderr)
+	}
+	m := x.m
+	if m.Outcome != mirror.OutcomeError || !m.Interrupted || !strings.HasPrefix(m.Error, "interrupted: ") || !strings.Contains(m.Error, "the next sync finishes the job") {
+		t.Fatalf("mirror in the receipt %+v; want an interrupted error", m)
+	}
+	var info mirror.Info
+	data, err := os.ReadFile(filepath.Join(x.dir, "MIRROR.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &info)
+	}
+	if err != nil {
+		t.Fatalf("MIRROR.json: %v", err)
+	}
+	if info.Complete || info.Generation != m.Generation || (info.RunID == x.rc.RunID) != slices.Contains(m.Sent, "MIRROR.json") {
+		t.Errorf("MIRROR.json says run %s generation %d complete %v; the receipt: run %s generation %d, sent %q",
+			info.RunID, info.Generation, info.Complete, x.rc.RunID, m.Generation, m.Sent)
+	}
+	for k, v := range x.newTree {
+		switch {
+		case strings.Contains(k, ".handoff-") || k == "MIRROR.json":
+		case slices.Contains(m.Sent, k):
+			if strings.HasPrefix(k, "memory/cards/") && v != x.wantCards[k] {
+				t.Errorf("%s is listed as sent, yet does not hold the workspace's bytes", k)
+			}
+		case v != x.oldTree[k]:
+			t.Errorf("%s changed on the host, yet the receipt does not list it as sent", k)
+		}
+	}
+	for _, k := range m.Removed {
+		if _, ok := x.newTree[k]; ok {
+			t.Errorf("%s is listed as removed, yet is on the host", k)
+		}
+	}
+	for k := range x.oldTree {
+		if _, ok := x.newTree[k]; !ok && !slices.Contains(m.Removed, k) {
+			t.Errorf("%s is gone from the host, yet the receipt does not list it as removed", k)
+		}
+	}
+	if slices.Contains(m.Sent, "SHA256SUMS") {
+		sums := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+		sums.Dir = x.dir
+		if out, err := sums.CombinedOutput(); err != nil {
+			t.Errorf("SHA256SUMS is listed as sent, yet does not match the mirror: %v\n%s", err, out)
+		}
+	}
+
+	dr := runHandoff(t, x.env, "doctor", "--manifest", x.w.manifest)
+	if !strings.Contains(dr.stdout, "the last run was interrupted while publishing the mirror at "+x.dir) || strings.Contains(dr.stdout, "Refusals") {
+		t.Errorf("doctor after an interrupted publish:\n%s", dr.stdout)
+	}
+}
+
+// TestMirrorInterruptedPublishNextSync: the sync after an interrupted
+// publish completes the mirror. Invariant: the next run finishes the job
+// (MIRROR.json complete, sha256sum -c passes, the workspace's cards) and
+// the generation never goes back.
+func TestMirrorInterruptedPublishNextSync(t *testing.T) {
+	if os.Getenv(hostileBugsEnv) == "" {
+		t.Skipf("known bug (set %s=1 to run): mirror.Publish saves the stamp of the MIRROR.json it wrote with complete false "+
+			"and, on error, the previous generation, so the next publish, finding nothing else to send, leaves MIRROR.json incomplete", hostileBugsEnv)
+	}
+	x := interruptPublish(t)
+	r := runHandoff(t, x.env, "sync", "--manifest", x.w.manifest, "--json")
+	next := receiptHost(t, decodeReceipt(t, r), "canonical").Mirror
+	if r.code != 0 || next == nil || next.Outcome != mirror.OutcomeOK {
+		t.Fatalf("the sync after the interrupted one: %v", r)
+	}
+	(&mirrorWorld{world: x.w, dir: x.dir}).sumsOK(t)
+	if next.Generation < x.m.Generation {
+		t.Errorf("generation went back from %d to %d", x.m.Generation, next.Generation)
 	}
 }

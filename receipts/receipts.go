@@ -99,6 +99,10 @@ type Mirror struct {
 	Bytes      int64    `json:"bytes"`   // bytes of the files sent, MIRROR.json aside
 	Generation int64    `json:"generation"`
 	Error      string   `json:"error,omitempty"`
+	// Interrupted: the run was stopped (SIGINT, SIGTERM) while this
+	// mirror was being published; Sent and Removed are what was done,
+	// and the next sync finishes it. Outcome is then error.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Inbox is one inbox of a host.

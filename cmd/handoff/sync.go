@@ -15,6 +15,7 @@ import (
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/notify"
 	"github.com/handoff-sync/handoff/receipts"
 )
@@ -106,6 +107,9 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 			if h.Outcome != receipts.HostOK {
 				fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\n", h.Name, printable(h.Error))
 			}
+			if h.Mirror != nil && h.Mirror.Outcome == mirror.OutcomeError {
+				fmt.Fprintf(c.g.stderr, "handoff: host %s: mirror: %s\n", h.Name, printable(h.Mirror.Error))
+			}
 		}
 		if r.Error != "" {
 			fmt.Fprintf(c.g.stderr, "handoff: ingest: %s\nhint: nothing was lost: what could not be applied stays stored and the next sync retries it; `handoff doctor` checks the workspace\n", printable(r.Error))
@@ -116,6 +120,9 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 				printRunTable(c.g.stdout, m, ws, r)
 			}
 		}
+	}
+	if cmd.Context().Err() != nil && r.Outcome != receipts.OutcomeOK {
+		fmt.Fprintf(c.g.stderr, "handoff: interrupted: the run was stopped before it was done; the receipt says what it did, and the next sync finishes the rest\n")
 	}
 	if r.Outcome != receipts.OutcomeOK {
 		return silent(exitFailed)

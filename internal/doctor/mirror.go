@@ -29,6 +29,12 @@ func doctorMirror(ws string, h manifest.HostConfig, opts Options) Check {
 		}
 	}
 	switch {
+	case last != nil && last.Outcome == mirror.OutcomeError && last.Interrupted:
+		// Nothing to fix: the run was stopped while it published.
+		c.Status = CheckWarn
+		c.Message = fmt.Sprintf("the last run was interrupted while publishing the mirror at %s (generation %d, %d file(s) sent, %d removed)",
+			h.Mirror.Path, last.Generation, len(last.Sent), len(last.Removed))
+		c.Hint = fmt.Sprintf("run `handoff sync --host %s`: it finishes the publish (docs/mirror.md, \"Interrupted publishes\")", h.Name)
 	case last != nil && last.Outcome == mirror.OutcomeError:
 		c.Status = CheckWarn
 		c.Message = fmt.Sprintf("the last run could not publish the mirror at %s: %s", h.Mirror.Path, last.Error)
