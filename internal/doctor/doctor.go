@@ -23,6 +23,7 @@ import (
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
 	sshfs "github.com/handoff-sync/handoff/transport/ssh"
@@ -372,7 +373,9 @@ func doctorReceipt(ws string, opts Options) Check {
 	case receipts.OutcomeOK:
 	case receipts.OutcomePartial:
 		worse(CheckWarn)
-		c.Message += " (" + failedHosts(r) + ")"
+		if fh := failedHosts(r); fh != "" {
+			c.Message += " (" + fh + ")"
+		}
 		hints = append(hints, "see the host checks below and "+filepath.Join(ws, layout.ReceiptsDir, "latest.log"))
 	default:
 		worse(CheckFail)
@@ -401,17 +404,35 @@ func timerHint(every time.Duration) string {
 	return fmt.Sprintf("the timer may not be running: check `systemctl --user status %s.timer` or your cron line (pass --every if it runs less often than every %s)", TimerUnit, every)
 }
 
+// failedHosts names what made a run not ok: hosts that failed or were
+// partial, and mirrors that failed or were interrupted.
 func failedHosts(r *receipts.Receipt) string {
-	var names []string
+	var failed, partial, mirrors []string
 	for _, h := range r.Hosts {
-		if h.Outcome == receipts.HostError {
-			names = append(names, h.Name)
+		switch h.Outcome {
+		case receipts.HostError:
+			failed = append(failed, h.Name)
+		case receipts.HostPartial:
+			partial = append(partial, h.Name)
+		}
+		if m := h.Mirror; m != nil && m.Outcome == mirror.OutcomeError {
+			if m.Interrupted {
+				mirrors = append(mirrors, h.Name+" (interrupted)")
+			} else {
+				mirrors = append(mirrors, h.Name)
+			}
 		}
 	}
-	if len(names) == 0 {
-		return ""
+	var parts []string
+	for _, p := range []struct {
+		what  string
+		hosts []string
+	}{{"failed", failed}, {"partial", partial}, {"mirror failed", mirrors}} {
+		if len(p.hosts) > 0 {
+			parts = append(parts, p.what+": "+strings.Join(p.hosts, ", "))
+		}
 	}
-	return "failed: " + strings.Join(names, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // configAge renders a configured duration: whole days as 7d, whole

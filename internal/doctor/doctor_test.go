@@ -246,6 +246,19 @@ func TestDoctorLastRun(t *testing.T) {
 		{name: "stale but --every 1h", age: 2 * time.Hour, every: time.Hour, status: doctor.CheckOK, msg: ": ok"},
 		{name: "partial", setup: withOutcome(receipts.OutcomePartial), status: doctor.CheckWarn, msg: "partial (failed: laptop)", hint: "latest.log"},
 		{name: "failed", setup: withOutcome(receipts.OutcomeFailed), status: doctor.CheckFail, msg: "failed", hint: "latest.log"},
+		// A run partial because a host was partial and a mirror was
+		// interrupted names both, not an empty list of failed hosts.
+		{name: "partial host, interrupted mirror", setup: func() {
+			rc := *r
+			rc.Outcome = receipts.OutcomePartial
+			rc.Hosts = []receipts.Host{{Name: "desk", Outcome: receipts.HostPartial, Error: "1 file(s) stored but not archived"},
+				{Name: "laptop", Outcome: receipts.HostOK, Mirror: &receipts.Mirror{Outcome: "error", Interrupted: true, Error: "interrupted"}}}
+			b, err := receipts.Marshal(&rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(latest, b, 0o600)
+		}, status: doctor.CheckWarn, msg: "partial (partial: desk; mirror failed: laptop (interrupted))", hint: "latest.log"},
 		{name: "partial and stale", setup: withOutcome(receipts.OutcomePartial), age: 5 * time.Hour, status: doctor.CheckFail, msg: "partial"},
 		{name: "missing", setup: func() { os.Remove(latest) }, status: doctor.CheckWarn, msg: "no receipt yet", hint: "handoff timer install"},
 		{name: "garbage", setup: func() { os.WriteFile(latest, []byte("{not json"), 0o600) }, status: doctor.CheckFail, msg: "cannot read the last receipt"},
