@@ -281,7 +281,7 @@ type interruptedMirror struct {
 // sends a new a and a d and removes c, pauses its worker at
 // mirror.removed and sends the run SIGINT there, as ^C on a terminal does:
 // to the run, not its workers, which have process groups of their own.
-func interruptPublish(t *testing.T) *interruptedMirror {
+func interruptPublish(t *testing.T, fp string) *interruptedMirror {
 	t.Helper()
 	w := newWorld(t)
 	x := &interruptedMirror{w: w, dir: filepath.Join(w.dir, "mirror")}
@@ -306,7 +306,7 @@ func interruptPublish(t *testing.T) *interruptedMirror {
 	}
 
 	cmd := exec.Command(binary(), "sync", "--manifest", w.manifest, "-v", "--log-format", "json")
-	cmd.Env = append(slices.Clone(x.env), failpoint.Env+"=mirror.removed:pause")
+	cmd.Env = append(slices.Clone(x.env), failpoint.Env+"="+fp+":pause")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func interruptPublish(t *testing.T) *interruptedMirror {
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			lines = append(lines, sc.Text())
-			if strings.Contains(sc.Text(), "failpoint: paused at mirror.removed") {
+			if strings.Contains(sc.Text(), "failpoint: paused at "+fp) {
 				close(paused)
 			}
 		}
@@ -333,7 +333,7 @@ func interruptPublish(t *testing.T) *interruptedMirror {
 		cmd.Process.Kill()
 		<-read
 		cmd.Wait()
-		t.Fatalf("the publish never paused at mirror.removed:\n%s", strings.Join(lines, "\n"))
+		t.Fatalf("the publish never paused at %s:\n%s", fp, strings.Join(lines, "\n"))
 	}
 	cmd.Process.Signal(os.Interrupt)
 	exited := make(chan error, 1)
@@ -377,7 +377,16 @@ func interruptPublish(t *testing.T) *interruptedMirror {
 // context canceled"), and doctor does not send the person to the
 // Refusals.
 func TestMirrorInterruptedPublish(t *testing.T) {
-	x := interruptPublish(t)
+	for _, fp := range mirrorPausePoints {
+		t.Run(fp, func(t *testing.T) { checkInterruptedPublish(t, interruptPublish(t, fp)) })
+	}
+}
+
+// mirrorPausePoints are the publish's failpoints, in the order it passes
+// them: the receipt must agree with the host wherever a run is stopped.
+var mirrorPausePoints = []string{"mirror.opened", "mirror.tmp-written", "mirror.replaced", "mirror.sums-written", "mirror.removed"}
+
+func checkInterruptedPublish(t *testing.T, x *interruptedMirror) {
 	for _, want := range []string{"handoff: host canonical: mirror: interrupted: ", "the next sync finishes the job", "handoff: interrupted: "} {
 		if !strings.Contains(x.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, x.stderr)
@@ -398,7 +407,10 @@ func TestMirrorInterruptedPublish(t *testing.T) {
 	if err != nil {
 		t.Fatalf("MIRROR.json: %v", err)
 	}
-	if info.Complete || info.Generation != m.Generation || (info.RunID == x.rc.RunID) != slices.Contains(m.Sent, "MIRROR.json") {
+	// MIRROR.json listed as sent is this run's, still incomplete; one not
+	// listed is the last finished publish's.
+	sentInfo := slices.Contains(m.Sent, "MIRROR.json")
+	if info.Complete == sentInfo || info.Generation != m.Generation || (info.RunID == x.rc.RunID) != sentInfo {
 		t.Errorf("MIRROR.json says run %s generation %d complete %v; the receipt: run %s generation %d, sent %q",
 			info.RunID, info.Generation, info.Complete, x.rc.RunID, m.Generation, m.Sent)
 	}
@@ -442,18 +454,26 @@ func TestMirrorInterruptedPublish(t *testing.T) {
 // (MIRROR.json complete, sha256sum -c passes, the workspace's cards) and
 // the generation never goes back.
 func TestMirrorInterruptedPublishNextSync(t *testing.T) {
-	if os.Getenv(hostileBugsEnv) == "" {
-		t.Skipf("known bug (set %s=1 to run): mirror.Publish saves the stamp of the MIRROR.json it wrote with complete false "+
-			"and, on error, the previous generation, so the next publish, finding nothing else to send, leaves MIRROR.json incomplete", hostileBugsEnv)
-	}
-	x := interruptPublish(t)
-	r := runHandoff(t, x.env, "sync", "--manifest", x.w.manifest, "--json")
-	next := receiptHost(t, decodeReceipt(t, r), "canonical").Mirror
-	if r.code != 0 || next == nil || next.Outcome != mirror.OutcomeOK {
-		t.Fatalf("the sync after the interrupted one: %v", r)
-	}
-	(&mirrorWorld{world: x.w, dir: x.dir}).sumsOK(t)
-	if next.Generation < x.m.Generation {
-		t.Errorf("generation went back from %d to %d", x.m.Generation, next.Generation)
+	for _, fp := range mirrorPausePoints {
+		t.Run(fp, func(t *testing.T) {
+			x := interruptPublish(t, fp)
+			r := runHandoff(t, x.env, "sync", "--manifest", x.w.manifest, "--json")
+			next := receiptHost(t, decodeReceipt(t, r), "canonical").Mirror
+			if r.code != 0 || next == nil || next.Outcome != mirror.OutcomeOK {
+				t.Fatalf("the sync after the interrupted one: %v", r)
+			}
+			(&mirrorWorld{world: x.w, dir: x.dir}).sumsOK(t)
+			var info mirror.Info
+			data, err := os.ReadFile(filepath.Join(x.dir, "MIRROR.json"))
+			if err == nil {
+				err = json.Unmarshal(data, &info)
+			}
+			if err != nil || !info.Complete || info.Generation != next.Generation {
+				t.Errorf("MIRROR.json after the next sync: %s (%v); want complete, generation %d", data, err, next.Generation)
+			}
+			if next.Generation < x.m.Generation || next.Generation < 2 {
+				t.Errorf("generation went from %d to %d; it never goes back, and this content is at least the second", x.m.Generation, next.Generation)
+			}
+		})
 	}
 }

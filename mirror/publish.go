@@ -105,6 +105,9 @@ func Publish(ctx context.Context, fsys transport.FS, prev *State, o Options) (Re
 	if p.next == nil {
 		p.next = prev
 	}
+	// A generation written to the host is this host's, finished or not:
+	// the next publish never goes below it.
+	p.next.Generation = max(p.next.Generation, p.wrote)
 	if err != nil {
 		res.Outcome, res.Error = OutcomeError, fmt.Sprintf("mirror %s: %v", o.Dir, err)
 		o.Log.Warn("mirror failed", "host", o.Host, "err", err)
@@ -363,11 +366,14 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 		infoOld = &infoFI
 	}
 	if changed {
+		// Not stamped: should this publish stop before the complete one,
+		// the next sees a MIRROR.json it did not leave complete, reads
+		// its generation and completes it.
 		s, err := p.putInfo(ctx, info, infoOld)
 		if err != nil {
 			return res, err
 		}
-		stamp(InfoFile, s)
+		delete(next.Files, InfoFile)
 		infoOld = &transport.FileInfo{Name: InfoFile, Size: s.Size, ModTime: s.ModTime, Mode: fileMode}
 		failpoint.Inject("mirror.opened")
 	}
