@@ -223,9 +223,17 @@ func OpenRoot(ctx context.Context, fsys FS, dir string, o RootOptions) (*Root, e
 }
 
 // listEntry lists name's parent and returns name's entry, nil when the
-// listing does not hold it.
+// listing does not hold it. A listing that fails is asked again, twice:
+// some servers (AsyncSSH) stat every entry they list and fail the whole
+// listing when one vanishes in between, as happens in a busy /tmp or home.
 func listEntry(ctx context.Context, fsys FS, name string, max int) (*FileInfo, error) {
-	ents, err := fsys.ReadDir(ctx, path.Dir(name), max)
+	var ents []FileInfo
+	var err error
+	for range 3 {
+		if ents, err = fsys.ReadDir(ctx, path.Dir(name), max); err == nil || ctx.Err() != nil || errors.Is(err, ErrBroken) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
