@@ -173,6 +173,8 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 	if strings.HasPrefix(dir, strings.TrimSuffix(p.home, "/")+"/") {
 		ro = transport.RootOptions{Base: p.home, Create: true}
 	}
+	// The path's parents are listed until a publish to it has finished.
+	ro.ListParents = p.prev.Dir != dir || p.prev.Generation == 0
 	var (
 		wg        sync.WaitGroup
 		lists     = make([]listing, len(dirs))
@@ -256,20 +258,26 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 				pmu.Unlock()
 			})
 		}
-		for i, d := range dirs[1:] {
-			if lists[i+1].err == nil {
-				prove(d, transport.FileInfo{Mode: fs.ModeDir})
-			}
-		}
+		// Only what is to be written into, replaced or removed: an idle
+		// publish asks nothing more.
+		into := map[string]bool{}
 		for _, f := range sends {
+			for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
+				into[d] = true
+			}
 			if fi, ok := remote[f.Path]; ok {
 				prove(f.Path, fi)
+			}
+		}
+		for i, d := range dirs[1:] {
+			if lists[i+1].err == nil && into[d] {
+				prove(d, transport.FileInfo{Mode: fs.ModeDir})
 			}
 		}
 		for _, rel := range removes {
 			prove(rel, remote[rel])
 		}
-		if hasInfo {
+		if hasInfo && (infoStale || len(sends) > 0 || len(removes) > 0) {
 			prove(InfoFile, infoFI)
 		}
 		for rel, fi := range leftovers {

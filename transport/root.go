@@ -87,15 +87,21 @@ type RootOptions struct {
 	// only the root itself, when its parent exists. Without either a
 	// missing root is ErrNotExist.
 	Create, CreateLast bool
-	// ListMax bounds each listing of a parent asked where LSTAT cannot be
-	// trusted; 0 means 10,000 entries.
+	// ListParents lists each component's parent where LSTAT cannot be
+	// trusted, so that a listing that says symlink outweighs an LSTAT
+	// that says directory even on a server whose REALPATH does not
+	// resolve. It costs a listing of every parent (a home, /tmp), so a
+	// caller asks for it when it first proves a path; REALPATH carries
+	// the proof after that.
+	ListParents bool
+	// ListMax bounds each of those listings; 0 means 10,000 entries.
 	ListMax int
 }
 
 // OpenRoot proves dir and returns its root. Every existing component
 // below o.Base must be a directory by LSTAT, by its parent's listing
-// where LSTAT cannot be trusted (a listing that says symlink outweighs an
-// LSTAT that says directory), and by REALPATH: it resolves to where the
+// where LSTAT cannot be trusted and o.ListParents asks (a listing that
+// says symlink outweighs an LSTAT that says directory), and by REALPATH: it resolves to where the
 // base resolves joined with its own name. A path whose deepest
 // components are missing is proved from its deepest existing ancestor,
 // and every component it creates is created by this call (a MKDIR that
@@ -116,6 +122,7 @@ func OpenRoot(ctx context.Context, fsys FS, dir string, o RootOptions) (*Root, e
 	}
 	r := NewRoot(fsys, dir, "")
 	listMax := cmp.Or(o.ListMax, 10_000)
+	list := !r.safe && o.ListParents
 
 	var (
 		wg       sync.WaitGroup
@@ -133,7 +140,7 @@ func OpenRoot(ctx context.Context, fsys FS, dir string, o RootOptions) (*Root, e
 		if r.res != nil {
 			wg.Go(func() { reals[i], realErrs[i] = r.res.RealPath(ctx, c) })
 		}
-		if !r.safe {
+		if list {
 			wg.Go(func() { listed[i], listErrs[i] = listEntry(ctx, fsys, c, listMax) })
 		}
 	}
@@ -152,7 +159,7 @@ func OpenRoot(ctx context.Context, fsys FS, dir string, o RootOptions) (*Root, e
 	missing := len(chain)
 	for i, c := range chain {
 		err := errs[i]
-		if !r.safe && listErrs[i] == nil && listed[i] == nil && err == nil {
+		if list && listErrs[i] == nil && listed[i] == nil && err == nil {
 			// LSTAT found what the parent's listing does not hold.
 			return nil, fmt.Errorf("%s: the host's LSTAT finds it but its parent's listing does not: %w", c, ErrNotProven)
 		}
@@ -171,7 +178,7 @@ func OpenRoot(ctx context.Context, fsys FS, dir string, o RootOptions) (*Root, e
 		case !infos[i].IsDir():
 			return nil, fmt.Errorf("%s is a %s, not a directory", c, Kind(infos[i].Mode))
 		}
-		if !r.safe {
+		if list {
 			switch {
 			case listErrs[i] != nil:
 				return nil, fmt.Errorf("list %s to tell whether %s is a symlink: %w", path.Dir(c), path.Base(c), listErrs[i])
