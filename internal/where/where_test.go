@@ -132,7 +132,9 @@ func TestWhere(t *testing.T) {
 
 // TestWhereSeveralRuns: one name written twice, with different bytes,
 // pulled by two runs, gives two matches in the order they were stored,
-// each with its own run.
+// each with its own run and result: the second is a revision of the
+// first, which was applied, so it waits in review (docs/design.md,
+// "Revisions").
 func TestWhereSeveralRuns(t *testing.T) {
 	e := newDrEnv(t, "")
 	e.Put(e.Inbox, "note.md", testenv.Doc("TOOLS.md", "- first"))
@@ -144,15 +146,18 @@ func TestWhereSeveralRuns(t *testing.T) {
 		t.Fatalf("%d matches: %+v", len(ms), ms)
 	}
 	for i, r := range []*receipts.Receipt{r1, r2} {
-		if ms[i].StoredRun != r.RunID || ms[i].IngestRun != r.RunID || ms[i].Result != "routed" || ms[i].Target != "TOOLS.md" {
+		if ms[i].StoredRun != r.RunID || ms[i].IngestRun != r.RunID {
 			t.Errorf("match %d: %+v, want run %s", i, ms[i], r.RunID)
 		}
 	}
+	if ms[0].Result != "routed" || ms[0].Target != "TOOLS.md" {
+		t.Errorf("first version: %s/%s to %s; want routed to TOOLS.md", ms[0].Result, ms[0].Reason, ms[0].Target)
+	}
+	if ms[1].Result != "review" || ms[1].Reason != "revised" {
+		t.Errorf("second version: %s/%s; want review/revised", ms[1].Result, ms[1].Reason)
+	}
 	if !ms[0].StoredAt.Before(ms[1].StoredAt) {
 		t.Errorf("not oldest first: %v then %v", ms[0].StoredAt, ms[1].StoredAt)
-	}
-	if ms[0].AfterSHA256 != ms[1].BeforeSHA256 {
-		t.Errorf("the second append did not start where the first ended: %s vs %s", ms[0].AfterSHA256, ms[1].BeforeSHA256)
 	}
 }
 
