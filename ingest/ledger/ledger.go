@@ -111,6 +111,8 @@ var migrations = []string{
 	`CREATE INDEX sources_unacked ON sources (host, inbox, id) WHERE acked = 0;`,
 	// 4: a handoff's earlier versions, for revisions.
 	migrationVersions,
+	// 5: the workspace's identity.
+	migrationIdentity,
 }
 
 // Plan states.
