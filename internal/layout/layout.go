@@ -31,6 +31,10 @@ const (
 	ReceiptsDir = StateDir + "/receipts"
 	// LedgerFile is the SQLite ledger.
 	LedgerFile = StateDir + "/ledger.db"
+	// IdentityFile is the workspace's identity (its id and when it was
+	// made), written by `handoff init`: a directory without it (or,
+	// made by an earlier handoff, without a ledger) is no workspace.
+	IdentityFile = StateDir + "/workspace.json"
 	// MirrorsDir holds, per mirrored host, what its last publish left on
 	// the host (<host>.json).
 	MirrorsDir = StateDir + "/mirrors"
