@@ -27,7 +27,10 @@ var ErrLocked = errors.New("another handoff run holds the workspace lock")
 // run creates the lock file and writes its pid into it; a dry run locks
 // only an existing lock file, so it creates nothing. The returned func
 // lets go.
-func Lock(ws string, dryRun bool) (func(), error) {
+func Lock(ws string, dryRun bool) (func(), error) { return lock(ws, dryRun) }
+
+// lock takes the workspace lock; see Lock.
+func lock(ws string, dryRun bool) (func(), error) {
 	path := filepath.Join(ws, layout.LockFile)
 	if dryRun {
 		if _, err := os.Stat(path); err != nil {
