@@ -4,6 +4,10 @@
 // stored (plan, back up, commit), then write a receipt.
 //
 // Guarantees:
+//   - Sync never starts a workspace: a directory without an identity (see
+//     Init) is refused with a *NoWorkspaceError before anything is
+//     created, and one an earlier handoff made (a ledger, no identity) is
+//     given its identity by its first applied run.
 //   - One run at a time per workspace: Sync takes an exclusive flock on
 //     .handoff/lock and returns ErrLocked at once if another run holds it.
 //   - No handoff is lost: a remote copy is archived only after its exact

@@ -102,7 +102,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	}
 	log := slog.New(slog.NewMultiHandler(handlers...))
 
-	unlock, err := setup.Lock(wsDir, opts.DryRun)
+	_, unlock, err := setup.Lock(wsDir, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,6 +51,11 @@ hosts:
 		t.Fatal(err)
 	}
 	e.m = m
+	// Sync refuses a directory without an identity: make the workspace
+	// as `handoff init` does.
+	if _, _, err := Init(context.Background(), e.ws); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 
@@ -329,7 +335,7 @@ func TestSymlinkedWorkspaceDirs(t *testing.T) {
 }
 
 // TestDryRunWritesNothing: --dry-run leaves inboxes, workspace and .handoff
-// byte-for-byte unchanged, both on a fresh machine and after real runs.
+// byte-for-byte unchanged, both on a new workspace and after real runs.
 func TestDryRunWritesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.put(e.inbox, "a.md", card("create-card", "x.md", goodFM))
@@ -340,13 +346,10 @@ func TestDryRunWritesNothing(t *testing.T) {
 	before := treeHash(t, e.dir)
 	r := e.sync(true)
 	if after := treeHash(t, e.dir); after != before {
-		t.Fatalf("dry run on a fresh workspace changed the tree")
+		t.Fatalf("dry run on a new workspace changed the tree")
 	}
 	if r.Mode != "dry-run" || r.Counts.Promoted != 1 || r.Counts.Routed != 1 || r.Counts.Malformed != 1 || r.Counts.Rejected != 1 {
 		t.Fatalf("dry run predicted %+v", r.Counts)
-	}
-	if _, err := os.Stat(e.ws); err == nil {
-		t.Fatal("dry run created the workspace")
 	}
 	if !strings.HasPrefix(r.Summary(), "[dry-run] Pulled 3") {
 		t.Fatalf("summary %q", r.Summary())
@@ -395,5 +398,29 @@ func TestReceiptCarriesArchiveErrors(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(e.inbox, "y.md")); err != nil {
 		t.Errorf("y.md left its inbox though its archive failed: %v", err)
+	}
+}
+
+// TestSyncRefusesNoWorkspace: a workspace path without an identity (a
+// typo, a scratch path) is refused, applied or dry run, with a
+// *NoWorkspaceError naming the real workspace nearby, and nothing is
+// written anywhere: no directory, no spool, no renames on the host.
+func TestSyncRefusesNoWorkspace(t *testing.T) {
+	e := newEnv(t)
+	e.put(e.inbox, "a.md", doc("TOOLS.md", "t"))
+	typo := e.ws + "s"
+	before := treeHash(t, e.dir)
+	for _, dry := range []bool{false, true} {
+		_, err := Sync(context.Background(), Options{Manifest: e.m, Workspace: typo, DryRun: dry})
+		var nw *NoWorkspaceError
+		if !errors.As(err, &nw) || nw.Path != typo || len(nw.Near) != 1 || nw.Near[0] != e.ws {
+			t.Fatalf("Sync(dry %v) into %s = %v; want a NoWorkspaceError naming %s", dry, typo, err, e.ws)
+		}
+	}
+	if treeHash(t, e.dir) != before {
+		t.Fatal("a refused sync changed something")
+	}
+	if r := e.sync(false); r.Counts.Routed != 1 {
+		t.Fatalf("counts %+v; want the handoff routed into the workspace", r.Counts)
 	}
 }

@@ -153,7 +153,14 @@ func run(ctx context.Context, w io.Writer, dir string, opts Options) error {
 	}
 	fmt.Fprintln(w)
 
+	// The first step of every setup: handoff init gives the workspace its
+	// identity; sync refuses a directory without one.
 	ws := at(workspace)
+	id, _, err := handoff.Init(ctx, ws)
+	if err != nil {
+		return fmt.Errorf("demo: init: %w", err)
+	}
+	fmt.Fprintf(w, "handoff init: workspace %s, id %s\n\n", ws, id.ID)
 	r, err := handoff.Sync(ctx, handoff.Options{
 		Manifest:  m,
 		Workspace: ws,

@@ -177,6 +177,7 @@ func dfReceiptError(t *testing.T, w *world) (*receipts.Receipt, string) {
 func TestDiskFullSpool(t *testing.T) {
 	w := newWorld(t)
 	dfMount(t, w.ws, "256k")
+	initWorkspace(t, w.ws) // the mount hides the workspace newWorld made
 	markers := w.mixed()
 	big := docHandoff("TOOLS.md", "- marker-BIG\n"+strings.Repeat("- filler line of a large handoff\n", 12000))
 	if len(big) < 300<<10 || len(big) > 1<<20 {
@@ -234,6 +235,7 @@ func TestDiskFullTarget(t *testing.T) {
 	w := newWorld(t)
 	dfMount(t, w.ws, "1m")
 	dfMount(t, filepath.Join(w.ws, ".handoff"), "16m")
+	initWorkspace(t, w.ws) // the mounts hide the workspace newWorld made
 	existing := "---\ntopic: e\ncategory: c\ntags: [x]\n---\nold\n"
 	tools := "# Tools\n\n" + strings.Repeat("- an existing tool line\n", 200)
 	mustWrite(t, filepath.Join(w.ws, "memory/cards/existing.md"), existing)

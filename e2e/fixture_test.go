@@ -14,8 +14,9 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// world is a canonical host with two repositories and a workspace, all
-// under one temporary directory, and a manifest pointing at them.
+// world is a canonical host with two repositories and a workspace (made
+// by `handoff init`), all under one temporary directory, and a manifest
+// pointing at them.
 type world struct {
 	t        *testing.T
 	dir      string
@@ -35,7 +36,18 @@ func newWorld(t *testing.T) *world {
 	yml := fmt.Sprintf("version: 1\nworkspace: %s\ndefaults: {settle: 0s}\nhosts:\n  - name: canonical\n    transport: local\n    discover: [{root: %s, max_depth: 2}]\n",
 		w.ws, filepath.Join(dir, "repos"))
 	mustWrite(t, w.manifest, yml)
+	initWorkspace(t, w.ws)
 	return w
+}
+
+// initWorkspace makes ws a workspace with the built binary's `handoff
+// init`: every command that writes refuses a directory without one.
+func initWorkspace(t *testing.T, ws string) {
+	t.Helper()
+	out, err := exec.Command(binary(), "init", "--workspace", ws).CombinedOutput()
+	if err != nil {
+		t.Fatalf("handoff init --workspace %s: %v\n%s", ws, err, out)
+	}
 }
 
 func mustMkdir(t *testing.T, d string) {

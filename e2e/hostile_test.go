@@ -574,14 +574,15 @@ func init() {
 	os.Exit(max(code, 0))
 }
 
-// hostileCheckWorkspace asserts that the workspace holds only what a sync writes,
-// and that every spool file is intact and one of the offered handoffs.
+// hostileCheckWorkspace asserts that the workspace holds only what init and
+// a sync write, and that every spool file is intact and one of the offered
+// handoffs.
 func hostileCheckWorkspace(t *testing.T, ws, caseName string, allowed map[string]bool) {
 	t.Helper()
 	spoolName := regexp.MustCompile(`^\.handoff/spool/[0-9a-f]{64}\.md$`)
 	fixed := map[string]bool{
 		".": true, ".handoff": true, ".handoff/spool": true, ".handoff/backups": true, ".handoff/receipts": true,
-		".handoff/lock": true, ".handoff/ledger.db": true, ".handoff/ledger.db-wal": true, ".handoff/ledger.db-shm": true,
+		".handoff/lock": true, ".handoff/workspace.json": true, ".handoff/ledger.db": true, ".handoff/ledger.db-wal": true, ".handoff/ledger.db-shm": true,
 		".handoff/walks": true, ".handoff/walks/hostile.json": true, ".handoff/walks/local.json": true,
 		"memory": true, "memory/cards": true, "memory/handoff-inbox": true, "rules": true, ".learnings": true,
 		"memory/cards/healthy-" + caseName + ".md": true, "rules/hostile.md": true,

@@ -25,6 +25,7 @@ func TestParallelWorkersShareSpool(t *testing.T) {
 	}
 	mf := filepath.Join(dir, "writers.yaml")
 	mustWrite(t, mf, b.String())
+	initWorkspace(t, filepath.Join(dir, "ws"))
 	code, out := runBinary(t, "sync", "--manifest", mf)
 	if code != 0 || !strings.Contains(out, "Pulled 240  Promoted 0  Routed 240") {
 		t.Fatalf("exit %d:\n%s", code, out)

@@ -150,9 +150,12 @@ func hostYAML(name, sshYAML string, inboxes []string, roots []string, settings .
 	return b.String()
 }
 
+// writeManifest writes a manifest of hosts syncing into ws, and makes ws a
+// workspace (handoff init).
 func writeManifest(t *testing.T, path, ws string, hosts ...string) {
 	t.Helper()
 	mustWrite(t, path, fmt.Sprintf("version: 1\nworkspace: %s\ndefaults: {settle: 0s}\nhosts:\n%s", ws, strings.Join(hosts, "")))
+	initWorkspace(t, ws)
 }
 
 // hashTree maps every path under root (relative) to its type and content:

@@ -35,6 +35,7 @@ hosts:
     discover: [{root: %s}]
 `, filepath.Join(dir, "ws"), srv.Host, srv.Port, srv.User, srv.IdentityFile, kh, filepath.Join(dir, "laptop/code")))
 	mustMkdir(t, home)
+	initWorkspace(t, filepath.Join(dir, "ws"))
 	env := []string{"HOME=" + home, "SSH_AUTH_SOCK="}
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(binary(), args...)

@@ -21,7 +21,8 @@ func newDemoCmd(g *globals) *cobra.Command {
 		Short: "A self-contained tour: an embedded SSH server plays a laptop, a real sync runs against it",
 		Long: `demo lays out a laptop with two repositories and a canonical host in a new
 temporary directory, starts an SSH server on 127.0.0.1 that plays the laptop,
-and runs a real sync (pulls in worker processes, over SSH) against both. It
+makes the workspace as handoff init does, and runs a real sync (pulls in
+worker processes, over SSH) against both. It
 prints the summary, the receipt's path, what became of every handoff and the
 workspace it produced. Nothing outside the temporary directory is touched;
 it is removed at the end unless --keep is given.`,

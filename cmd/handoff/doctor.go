@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/doctor"
@@ -25,17 +26,18 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the workspace, the timer and every host; say what to fix",
-		Long: "doctor checks the workspace (writable, lock, interrupted plans, ledger integrity,\n" +
-			"review-inbox depth, what waits for review and for how long, hosts that keep\n" +
-			"sending malformed handoffs, the last receipt's outcome and age), the systemd\n" +
-			"timer and the binary it is pinned to, and every host (its mirror; reachable; per\n" +
-			"inbox: pending, processed, malformed and rejected files, handoffs waiting more\n" +
-			"than 3 days, and whether the account may archive there; whether the host has\n" +
-			"sent a handoff within its stale_after, 7d by default). It prints one line per\n" +
-			"check, [ok], [warn] or [fail], with a hint under every problem, and exits 1 if\n" +
-			"any check failed. It writes nothing but, to learn whether an inbox can be\n" +
-			"archived in, an empty directory named .handoff-doctor-probe-<random> in it,\n" +
-			"removed at once.",
+		Long: "doctor checks the workspace (its identity: a directory without one is a\n" +
+			"failure, naming the workspaces near it; writable, lock, interrupted plans, ledger\n" +
+			"integrity, review-inbox depth, what waits for review and for how long, hosts\n" +
+			"that keep sending malformed handoffs, the last receipt's outcome and age), the\n" +
+			"systemd timer and the binary it is pinned to, and every host (its mirror;\n" +
+			"reachable; per inbox: pending, processed, malformed and rejected files,\n" +
+			"handoffs waiting more than 3 days, and whether the account may archive there;\n" +
+			"whether the host has sent a handoff within its stale_after, 7d by default). It\n" +
+			"prints one line per check, [ok], [warn] or [fail], with a hint under every\n" +
+			"problem, and exits 1 if any check failed. It writes nothing but, to learn\n" +
+			"whether an inbox can be archived in, an empty directory named\n" +
+			".handoff-doctor-probe-<random> in it, removed at once.",
 		Args: cobra.NoArgs,
 		RunE: c.run,
 	}
@@ -72,7 +74,7 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 		for _, ch := range rep.Checks {
 			fmt.Fprintf(c.g.stdout, "[%s] %s: %s\n", ch.Status, ch.Scope, ch.Message)
 			if ch.Status != doctor.CheckOK && ch.Hint != "" {
-				fmt.Fprintf(c.g.stdout, "  hint: %s\n", ch.Hint)
+				fmt.Fprintf(c.g.stdout, "  hint: %s\n", strings.ReplaceAll(ch.Hint, "\n", "\n  "))
 			}
 		}
 	}

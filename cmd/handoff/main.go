@@ -23,7 +23,7 @@ import (
 const (
 	exitOK     = 0
 	exitFailed = 1  // a host or the run failed (outcome partial or failed), or lint found problems
-	exitUsage  = 2  // bad flags, unknown host, invalid manifest
+	exitUsage  = 2  // bad flags, unknown host, invalid manifest, no workspace (see handoff init)
 	exitLocked = 75 // another run holds the workspace lock (EX_TEMPFAIL)
 )
 
@@ -83,9 +83,15 @@ func exitCode(err error) (int, string) {
 	}
 	var ue *handoff.UsageError
 	var fe *manifest.FieldError
+	var nw *handoff.NoWorkspaceError
+	var we *handoff.WorkspaceError
 	switch {
 	case errors.Is(err, handoff.ErrLocked):
 		return exitLocked, "another handoff run (a sync, prune or `handoff review`) is using the workspace; this one exits and the next timer tick retries"
+	case errors.As(err, &nw):
+		return exitUsage, nw.Hint()
+	case errors.As(err, &we):
+		return exitUsage, we.Hint()
 	case errors.As(err, &ue):
 		return exitUsage, ""
 	case errors.As(err, &fe):

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
 )
 
@@ -16,7 +19,9 @@ func newManifestCmd(g *globals) *cobra.Command {
 		Long: "check parses and validates a manifest, and checks that every ssh host's\n" +
 			"identity_file and known_hosts exist on this machine (and that no identity file\n" +
 			"is readable by group or others). Each problem names the file, host and field,\n" +
-			"with a hint; the exit code is 2 when there is any.",
+			"with a hint; the exit code is 2 when there is any. A workspace that does not\n" +
+			"exist yet, or has no identity (see `handoff init`), is a warning on stderr,\n" +
+			"naming any workspace near it: sync would refuse it.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := manifest.DefaultPath()
@@ -31,6 +36,12 @@ func newManifestCmd(g *globals) *cobra.Command {
 				return manifestError(err)
 			}
 			fmt.Fprintf(g.stdout, "%s: ok (%d hosts, workspace %s)\n", path, len(m.Hosts), m.Workspace)
+			if ws, err := setup.Workspace(m, ""); err == nil {
+				var missing *workspace.MissingError
+				if _, _, err := workspace.Check(ws); errors.As(err, &missing) {
+					fmt.Fprintf(g.stderr, "handoff: warning: %s: %v\nhint: %s\n", path, missing, missing.Hint())
+				}
+			}
 			return nil
 		},
 	})

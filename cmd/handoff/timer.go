@@ -11,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/timer"
 )
@@ -52,6 +54,10 @@ systemctl line that enables them. The service runs this handoff binary
 (symlinks resolved) with the manifest's absolute path; the timer fires at the
 same minutes every hour (or hours every day) and catches up on a missed run
 after boot. Installing again replaces both units.
+
+The manifest's workspace must exist, made by ` + "`handoff init`" + ` (or by an
+earlier handoff); install refuses one that does not (exit 2) rather than
+install a timer that fails every tick.
 
 The binary is pinned: install writes its SHA-256 to handoff-sync.sha256 beside
 the units, and the service checks it with sha256sum before it starts handoff,
@@ -144,7 +150,18 @@ func (c *timerInstallCmd) job() (timer.Job, error) {
 	if err != nil {
 		return timer.Job{}, err
 	}
-	if _, err := loadManifest(path); err != nil {
+	m, err := loadManifest(path)
+	if err != nil {
+		return timer.Job{}, err
+	}
+	// A timer must not sync into a directory that is no workspace: every
+	// tick would fail. A workspace an earlier handoff made is fine: its
+	// first sync gives it its identity.
+	ws, err := setup.Workspace(m, "")
+	if err != nil {
+		return timer.Job{}, err
+	}
+	if _, _, err := workspace.Check(ws); err != nil {
 		return timer.Job{}, err
 	}
 	self, err := os.Executable()

@@ -45,7 +45,8 @@ func newWhereCmd(g *globals) *cobra.Command {
 			"memory/handoff-inbox/<stem>.<sha12>.md) finds the handoffs whose result names\n" +
 			"it: which wrote it and when, with the before and after hashes, or the handoff\n" +
 			"a review draft came from and why it waits. Files still waiting in an inbox\n" +
-			"are not in the ledger yet.",
+			"are not in the ledger yet. A directory that is no workspace (see `handoff\n" +
+			"init`) is an error, exit 2, naming the workspaces near it.",
 		Args: cobra.ExactArgs(1),
 		RunE: c.run,
 	}

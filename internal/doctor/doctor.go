@@ -22,6 +22,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
@@ -65,6 +66,9 @@ type ledgerFacts struct {
 	ok       bool                           // the ledger was read
 	activity map[string]ledger.HostActivity // by host name
 	firstRun time.Time                      // the first sync's start; zero if none
+	// workspaceID is the identity file's id, which the ledger must
+	// record too; "" when the workspace has none yet.
+	workspaceID string
 }
 
 // Options configure Doctor.
@@ -186,10 +190,15 @@ func doctorWorkspace(ctx context.Context, ws string, opts Options, facts *ledger
 		out = append(out, Check{Scope: "workspace", Name: name, Status: status, Message: msg, Hint: hint})
 	}
 	fi, err := os.Stat(ws)
+	var missing *workspace.MissingError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		check("workspace", CheckWarn, fmt.Sprintf("%s does not exist: no run yet", ws),
-			"the first `handoff sync` creates it; if a sync has run, pass the --workspace (or --manifest) it uses")
+		_, _, err := workspace.Check(ws)
+		if errors.As(err, &missing) {
+			check("workspace", CheckFail, missing.Error(), missing.Hint())
+		} else {
+			check("workspace", CheckFail, fmt.Sprintf("%s does not exist", ws), fmt.Sprintf("`handoff init --workspace %s` makes it", ws))
+		}
 		return out
 	case err != nil:
 		check("workspace", CheckFail, err.Error(), "make the workspace readable by this user")
@@ -219,6 +228,23 @@ func doctorWorkspace(ctx context.Context, ws string, opts Options, facts *ledger
 			"run handoff as the workspace's owner, or fix its ownership and mode (chown, chmod u+rwx)")
 	} else {
 		check("workspace", CheckOK, fmt.Sprintf("%s is writable", ws), "")
+	}
+	id, legacy, err := workspace.Check(ws)
+	var bad *workspace.Error
+	switch {
+	case errors.As(err, &missing):
+		check("identity", CheckFail, missing.Error(), missing.Hint())
+		return out
+	case errors.As(err, &bad):
+		check("identity", CheckFail, bad.Error(), bad.Hint())
+	case err != nil:
+		check("identity", CheckFail, err.Error(), "make the workspace readable by this user")
+	case legacy:
+		check("identity", CheckWarn, "no identity yet: an earlier handoff made this workspace",
+			"the next `handoff sync` gives it one (or run `handoff init` now)")
+	default:
+		facts.workspaceID = id.ID
+		check("identity", CheckOK, fmt.Sprintf("workspace id %s, made %s (%s)", id.ID, id.CreatedAt.Format(time.RFC3339), id.Origin), "")
 	}
 
 	// The lock, held shared while the ledger is read when no run holds it.
@@ -288,6 +314,10 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool, fact
 	}
 	check("ledger", CheckOK, fmt.Sprintf("ledger passes integrity_check (%d source(s), %d distinct handoff(s), %d not ingested yet)",
 		tot.Sources, distinct, tot.Pending), "")
+	if rec, ok, err := v.Identity(ctx); err == nil && ok && facts.workspaceID != "" && rec.ID != facts.workspaceID {
+		e := workspace.Mismatch(ws, facts.workspaceID, rec.ID)
+		check("identity", CheckFail, e.Err.Error(), e.Hint())
+	}
 	if act, first, err := v.Activity(ctx); err == nil {
 		facts.ok, facts.activity, facts.firstRun = true, act, first
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/handoff-sync/handoff/internal/doctor"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -184,24 +185,59 @@ func TestDoctorHealthy(t *testing.T) {
 	}
 }
 
-// TestDoctorNoRunYet: before the first sync doctor warns and creates
-// nothing: the workspace still does not exist.
-func TestDoctorNoRunYet(t *testing.T) {
-	e := newDrEnv(t, "")
+// TestDoctorNoWorkspace: before `handoff init` the workspace is an error,
+// not an empty workspace: its check fails with init's hint, doctor
+// creates nothing, and the hosts are still checked. A directory that
+// exists without an identity fails the same way.
+func TestDoctorNoWorkspace(t *testing.T) {
+	e := &drEnv{testenv.NewEnvNoWorkspace(t, "")}
 	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
 	before := testenv.Tree(t, e.Dir)
 	rep := e.doctor()
 	testenv.SameTree(t, "doctor", before, testenv.Tree(t, e.Dir))
-	if !rep.OK {
-		t.Fatalf("no run yet must not fail: %+v", rep.Checks)
+	if rep.OK {
+		t.Fatalf("no workspace must fail: %+v", rep)
 	}
-	drWant(t, drOne(t, rep, "workspace", "workspace"), doctor.CheckWarn, "no run yet")
+	c := drOne(t, rep, "workspace", "workspace")
+	drWant(t, c, doctor.CheckFail, "no workspace at "+e.WS+": the directory does not exist")
+	if !strings.Contains(c.Hint, "handoff init --workspace") {
+		t.Errorf("hint %q does not say to run handoff init", c.Hint)
+	}
 	if len(drFind(rep, "workspace", "lock")) != 0 {
 		t.Errorf("checks of a workspace that does not exist: %+v", rep.Checks)
 	}
 	if in := drFind(rep, "host canonical", "inbox"); len(in) != 2 || in[0].Inbox.Pending != 1 {
 		t.Errorf("inbox checks %+v", in)
 	}
+
+	if err := os.MkdirAll(e.WS, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before = testenv.Tree(t, e.Dir)
+	rep = e.doctor()
+	testenv.SameTree(t, "doctor", before, testenv.Tree(t, e.Dir))
+	drWant(t, drOne(t, rep, "workspace", "identity"), doctor.CheckFail, "is not a handoff workspace")
+	if rep.OK || len(drFind(rep, "workspace", "ledger")) != 0 {
+		t.Errorf("a directory without an identity: %+v", rep.Checks)
+	}
+}
+
+// TestDoctorNoRunYet: after `handoff init` and before the first sync,
+// doctor checks the workspace's identity, only warns, and creates nothing.
+func TestDoctorNoRunYet(t *testing.T) {
+	e := newDrEnv(t, "")
+	id, err := workspace.Read(e.WS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := testenv.Tree(t, e.Dir)
+	rep := e.doctor()
+	testenv.SameTree(t, "doctor", before, testenv.Tree(t, e.Dir))
+	if !rep.OK {
+		t.Fatalf("no run yet must not fail: %+v", rep)
+	}
+	drWant(t, drOne(t, rep, "workspace", "identity"), doctor.CheckOK, "workspace id "+id.ID)
+	drWant(t, drOne(t, rep, "workspace", "last-run"), doctor.CheckWarn, "no receipt yet")
 }
 
 // TestDoctorLastRun: the last receipt's outcome and age decide its check:

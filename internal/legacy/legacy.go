@@ -123,7 +123,7 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := setup.Lock(ws, opts.DryRun)
+	_, unlock, err := setup.Lock(ws, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}

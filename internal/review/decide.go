@@ -17,6 +17,7 @@ import (
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -73,10 +74,13 @@ type session struct {
 func begin(ctx context.Context, o Options) (*session, error) {
 	o.fill()
 	ws := o.Workspace
+	if _, _, err := workspace.Check(ws); err != nil {
+		return nil, err // before the ledger's absence: a path that is no workspace says so
+	}
 	if _, err := os.Stat(filepath.Join(ws, layout.LedgerFile)); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("ledger %s: %w", filepath.Join(ws, layout.LedgerFile), ErrNoLedger)
 	}
-	unlock, err := setup.Lock(ws, false)
+	_, unlock, err := setup.Lock(ws, false)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +306,7 @@ func Accept(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcom
 // dry-run sync takes it (an existing lock file only), writing nothing.
 func acceptDryRun(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcome, error) {
 	o.fill()
-	unlock, err := setup.Lock(o.Workspace, true)
+	_, unlock, err := setup.Lock(o.Workspace, true)
 	if err != nil {
 		return nil, err
 	}

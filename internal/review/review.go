@@ -53,6 +53,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -436,8 +437,13 @@ func resolve(its []Item, id string) (Item, error) {
 }
 
 // view opens the ledger for List and Show as `handoff where` does: shared
-// lock while no run holds it, else a live read-only view.
+// lock while no run holds it, else a live read-only view. A directory that
+// is no workspace is a *workspace.MissingError, as for the commands that
+// write.
 func view(ws string) (*ledger.View, func(), error) {
+	if _, _, err := workspace.Check(ws); err != nil {
+		return nil, nil, err
+	}
 	lk, err := setup.ProbeLock(filepath.Join(ws, layout.LockFile))
 	idle := err == nil && !lk.Held
 	v, err := ledger.OpenReadOnly(filepath.Join(ws, layout.LedgerFile), idle)

@@ -1,6 +1,7 @@
 package setup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,23 +12,53 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gofrs/flock"
 	"golang.org/x/sys/unix"
 
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/workspace"
 )
 
 // ErrLocked means another run holds the workspace lock.
 var ErrLocked = errors.New("another handoff run holds the workspace lock")
 
-// Lock takes the workspace lock (flock on .handoff/lock) without waiting:
-// ErrLocked, with the holder's pid, when another run has it. An applied
-// run creates the lock file and writes its pid into it; a dry run locks
-// only an existing lock file, so it creates nothing. The returned func
-// lets go.
-func Lock(ws string, dryRun bool) (func(), error) { return lock(ws, dryRun) }
+// Lock is how every command that writes a workspace starts. It refuses a
+// directory that is no workspace (a *workspace.MissingError naming the
+// workspaces near it) before anything is created, takes the workspace
+// lock (flock on .handoff/lock) without waiting (ErrLocked, with the
+// holder's pid, when another run has it), and then, unless a dry run,
+// gives a workspace made by an earlier handoff its identity, or makes
+// sure the ledger records the one it has. It returns the identity (none
+// for an earlier handoff's workspace in a dry run) and the func that lets
+// go. An applied run creates the lock file and writes its pid into it; a
+// dry run locks only an existing lock file, so it creates nothing.
+func Lock(ws string, dryRun bool) (workspace.Identity, func(), error) {
+	id, legacy, err := workspace.Check(ws)
+	if err != nil {
+		return workspace.Identity{}, nil, err
+	}
+	unlock, err := lock(ws, dryRun)
+	if err != nil {
+		return workspace.Identity{}, nil, err
+	}
+	if dryRun {
+		return id, unlock, nil
+	}
+	ctx := context.Background()
+	if legacy {
+		id, _, err = workspace.Establish(ctx, ws, workspace.OriginUpgraded, time.Now())
+	} else {
+		err = workspace.Reconcile(ctx, ws, id)
+	}
+	if err != nil {
+		unlock()
+		return workspace.Identity{}, nil, err
+	}
+	return id, unlock, nil
+}
 
 // lock takes the workspace lock; see Lock.
 func lock(ws string, dryRun bool) (func(), error) {

@@ -8,13 +8,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/internal/workspace"
 )
 
+// TestLockRefusesNoWorkspace: every command that writes starts with Lock,
+// which refuses a path without an identity, applied or dry run, before
+// anything is created: no directory, no .handoff, no lock file.
+func TestLockRefusesNoWorkspace(t *testing.T) {
+	tmp := testenv.RealTempDir(t)
+	plain := filepath.Join(tmp, "plain")
+	os.MkdirAll(filepath.Join(plain, "memory/cards"), 0o755)
+	os.WriteFile(filepath.Join(plain, "memory/cards/a.md"), []byte("a"), 0o644)
+	before := testenv.TreeHash(t, tmp)
+	for _, dir := range []string{filepath.Join(tmp, "nope"), filepath.Join(tmp, "nope/deeper"), plain} {
+		for _, dry := range []bool{false, true} {
+			_, unlock, err := setup.Lock(dir, dry)
+			var me *workspace.MissingError
+			if !errors.As(err, &me) || unlock != nil {
+				t.Errorf("Lock(%s, dry %v) = %v; want a MissingError", dir, dry, err)
+			}
+		}
+	}
+	if testenv.TreeHash(t, tmp) != before {
+		t.Fatal("a refused Lock created or changed something")
+	}
+}
+
 // TestInit: a new path is made, an existing directory adopted with its
-// bytes unchanged, and a second Init changes nothing.
+// bytes unchanged, and a second Init changes nothing; Lock then returns
+// the identity Init gave.
 func TestInit(t *testing.T) {
 	ctx := context.Background()
 	tmp := testenv.RealTempDir(t)
@@ -23,9 +49,11 @@ func TestInit(t *testing.T) {
 	if err != nil || !made || id.Origin != workspace.OriginNew {
 		t.Fatalf("Init(new) = %+v, %v, %v", id, made, err)
 	}
-	if got, err := workspace.Read(fresh); err != nil || got != id {
-		t.Fatalf("Read after Init = %+v, %v; want %+v", got, err, id)
+	got, unlock, err := setup.Lock(fresh, false)
+	if err != nil || got != id {
+		t.Fatalf("Lock after Init = %+v, %v; want %+v", got, err, id)
 	}
+	unlock()
 
 	adopted := filepath.Join(tmp, "openclaw")
 	os.MkdirAll(filepath.Join(adopted, "memory/cards"), 0o755)
@@ -57,4 +85,76 @@ func TestInit(t *testing.T) {
 	if _, _, err := setup.Init(ctx, file, time.Now()); !errors.As(err, &we) {
 		t.Fatalf("Init(a file) = %v; want a *workspace.Error", err)
 	}
+}
+
+// TestLockUpgradesAnEarlierWorkspace: a workspace an earlier handoff made
+// (a ledger, no identity) is accepted; a dry run leaves it as it is, the
+// first applied Lock gives it an identity, file and ledger, and later
+// ones keep it.
+func TestLockUpgradesAnEarlierWorkspace(t *testing.T) {
+	ws := filepath.Join(testenv.RealTempDir(t), "ws")
+	os.MkdirAll(filepath.Join(ws, layout.StateDir), 0o700)
+	led, err := ledger.Open(filepath.Join(ws, layout.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	led.Close()
+	os.WriteFile(filepath.Join(ws, layout.LockFile), nil, 0o600)
+
+	before := testenv.TreeHash(t, ws)
+	id, unlock, err := setup.Lock(ws, true)
+	if err != nil || id.ID != "" {
+		t.Fatalf("dry Lock = %+v, %v; want no identity and no error", id, err)
+	}
+	unlock()
+	if testenv.TreeHash(t, ws) != before {
+		t.Fatal("a dry run upgraded the workspace")
+	}
+
+	id, unlock, err = setup.Lock(ws, false)
+	if err != nil || id.Origin != workspace.OriginUpgraded || len(id.ID) != 32 {
+		t.Fatalf("Lock = %+v, %v; want an upgraded identity", id, err)
+	}
+	unlock()
+	if got, err := workspace.Read(ws); err != nil || got != id {
+		t.Fatalf("identity file: %+v, %v; want %+v", got, err, id)
+	}
+	led, err = ledger.Open(filepath.Join(ws, layout.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok, err := led.Identity(context.Background())
+	led.Close()
+	if err != nil || !ok || rec.ID != id.ID {
+		t.Fatalf("ledger records %+v, %v, %v; want %s", rec, ok, err, id.ID)
+	}
+	again, unlock, err := setup.Lock(ws, false)
+	if err != nil || again != id {
+		t.Fatalf("second Lock = %+v, %v; want %+v", again, err, id)
+	}
+	unlock()
+}
+
+// TestLockRefusesAMismatchedLedger: a workspace whose ledger records
+// another workspace's id is refused (a *workspace.Error), and no file's
+// content is changed.
+func TestLockRefusesAMismatchedLedger(t *testing.T) {
+	tmp := testenv.RealTempDir(t)
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	for _, d := range []string{a, b} {
+		if _, _, err := setup.Init(context.Background(), d, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(b, layout.IdentityFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(a, layout.IdentityFile), data, 0o600) // b's identity, a's ledger
+	before := testenv.Tree(t, a)
+	var we *workspace.Error
+	if _, _, err := setup.Lock(a, false); !errors.As(err, &we) {
+		t.Fatalf("Lock = %v; want a *workspace.Error", err)
+	}
+	testenv.SameTree(t, "a refused Lock", before, testenv.Tree(t, a)) // the lock file holds this pid, as before
 }

@@ -9,6 +9,7 @@
 package testenv
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -19,7 +20,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 )
 
@@ -111,9 +114,10 @@ func SameTree(t testing.TB, what string, before, after map[string]string) {
 	}
 }
 
-// Env is a workspace and one local host, canonical, with two
-// repositories, app and lib, each with an inbox, all under one temporary
-// directory, and a manifest naming them (settle 0s).
+// Env is a workspace (made as `handoff init` makes one) and one local
+// host, canonical, with two repositories, app and lib, each with an
+// inbox, all under one temporary directory, and a manifest naming them
+// (settle 0s).
 type Env struct {
 	T        testing.TB
 	Dir      string
@@ -127,6 +131,19 @@ type Env struct {
 // NewEnv builds an Env; extra is appended to the manifest after the
 // canonical host's entry (more keys for it, or more hosts).
 func NewEnv(t testing.TB, extra string) *Env {
+	t.Helper()
+	e := NewEnvNoWorkspace(t, extra)
+	// Every command that writes refuses a directory without an identity:
+	// make the workspace as `handoff init` does.
+	if _, _, err := setup.Init(context.Background(), e.WS, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// NewEnvNoWorkspace is NewEnv before `handoff init`: the workspace
+// directory does not exist.
+func NewEnvNoWorkspace(t testing.TB, extra string) *Env {
 	t.Helper()
 	t.Setenv("XDG_RUNTIME_DIR", "") // no systemd user session: a known timer check
 	dir := t.TempDir()

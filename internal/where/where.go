@@ -11,6 +11,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -115,16 +116,20 @@ type Source struct {
 // workspace (memory/cards/x.md, TOOLS.md, a review draft's
 // memory/handoff-inbox/<stem>.<sha12>.md; relative, ./-prefixed or
 // absolute) also finds the handoffs whose result names that target: the
-// copy each result came from. No match is an empty result. A workspace
-// without a ledger is ErrNoLedger.
+// copy each result came from. No match is an empty result. A directory
+// that is no workspace is a *workspace.MissingError (naming the
+// workspaces near it); a workspace without a ledger is ErrNoLedger.
 //
 // Where writes nothing; see ledger.View for how it reads.
-func Lookup(ctx context.Context, workspace, query string) ([]Match, error) {
+func Lookup(ctx context.Context, ws, query string) ([]Match, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, &setup.UsageError{Msg: "where: empty name"}
 	}
-	ws, err := filepath.Abs(workspace)
+	ws, err := filepath.Abs(ws)
 	if err != nil {
+		return nil, err
+	}
+	if _, _, err := workspace.Check(ws); err != nil {
 		return nil, err
 	}
 	lk, err := setup.ProbeLock(filepath.Join(ws, layout.LockFile))

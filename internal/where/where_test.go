@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gofrs/flock"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/internal/where"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -161,18 +164,32 @@ func TestWhereSeveralRuns(t *testing.T) {
 	}
 }
 
-// TestWhereNoLedger: a workspace without a ledger is ErrNoLedger, and
-// where creates nothing there.
+// TestWhereNoLedger: a directory that is no workspace is a
+// *workspace.MissingError (not an empty workspace), one whose ledger is
+// gone is ErrNoLedger, and where creates nothing in either.
 func TestWhereNoLedger(t *testing.T) {
-	e := newDrEnv(t, "")
-	if _, err := where.Lookup(context.Background(), e.WS, "x.md"); !errors.Is(err, where.ErrNoLedger) {
-		t.Fatalf("no workspace: %v, want ErrNoLedger", err)
+	e := testenv.NewEnvNoWorkspace(t, "")
+	var missing *workspace.MissingError
+	if _, err := where.Lookup(context.Background(), e.WS, "x.md"); !errors.As(err, &missing) || missing.Exists {
+		t.Fatalf("no workspace: %v, want a MissingError", err)
 	}
 	if _, err := os.Stat(e.WS); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("where created the workspace: %v", err)
 	}
 	os.MkdirAll(filepath.Join(e.WS, ".handoff"), 0o755)
 	before := testenv.Tree(t, e.WS)
+	if _, err := where.Lookup(context.Background(), e.WS, "x.md"); !errors.As(err, &missing) || !missing.Exists {
+		t.Fatalf("no identity: %v, want a MissingError", err)
+	}
+	testenv.SameTree(t, "where", before, testenv.Tree(t, e.WS))
+
+	if _, _, err := setup.Init(context.Background(), e.WS, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(e.WS, ".handoff/ledger.db")); err != nil {
+		t.Fatal(err)
+	}
+	before = testenv.Tree(t, e.WS)
 	if _, err := where.Lookup(context.Background(), e.WS, "x.md"); !errors.Is(err, where.ErrNoLedger) {
 		t.Fatalf("no ledger: %v, want ErrNoLedger", err)
 	}
