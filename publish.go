@@ -30,6 +30,11 @@ type PublishJob struct {
 	RunID     string    `json:"run_id"`
 	Now       time.Time `json:"now"`
 	DryRun    bool      `json:"dry_run"`
+
+	// WorkspaceID is the workspace's identity, for the mirror's
+	// MIRROR.json; empty only in a dry run on a workspace an earlier
+	// handoff made.
+	WorkspaceID string `json:"workspace_id"`
 }
 
 // session is a host whose connection stays open after its pull, until

@@ -102,7 +102,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	}
 	log := slog.New(slog.NewMultiHandler(handlers...))
 
-	_, unlock, err := setup.Lock(wsDir, opts.DryRun)
+	ident, unlock, err := setup.Lock(wsDir, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if opts.DryRun {
 		mode = receipts.ModeDryRun
 	}
-	b := receipts.NewBuilder(newRunID(started), mode, started, receipts.Manifest{Path: m.Path, SHA256: m.SHA256}, wsDir)
+	b := receipts.NewBuilder(newRunID(started), mode, started, receipts.Manifest{Path: m.Path, SHA256: m.SHA256}, wsDir, ident.ID)
 	r := b.Receipt()
 	log.Info("run started", "run", r.RunID, "mode", r.Mode, "workspace", wsDir, "hosts", len(hosts))
 	notify := func(err error) {
@@ -369,7 +369,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 // as they are. A partial host (an inbox it could not archive in) keeps
 // its session and is published; hosts whose pull failed are skipped.
 func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
-	job := PublishJob{Workspace: wsDir, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
+	job := PublishJob{Workspace: wsDir, WorkspaceID: b.Receipt().WorkspaceID, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
 	results := make([]*mirror.Result, len(hosts))
 	interrupted := make([]bool, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -404,10 +405,15 @@ func TestReceiptCarriesArchiveErrors(t *testing.T) {
 // TestSyncRefusesNoWorkspace: a workspace path without an identity (a
 // typo, a scratch path) is refused, applied or dry run, with a
 // *NoWorkspaceError naming the real workspace nearby, and nothing is
-// written anywhere: no directory, no spool, no renames on the host.
+// written anywhere: no directory, no spool, no renames on the host. A
+// workspace that has one is named in the receipt by its id.
 func TestSyncRefusesNoWorkspace(t *testing.T) {
 	e := newEnv(t)
 	e.put(e.inbox, "a.md", doc("TOOLS.md", "t"))
+	id, err := workspace.Read(e.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
 	typo := e.ws + "s"
 	before := treeHash(t, e.dir)
 	for _, dry := range []bool{false, true} {
@@ -420,7 +426,7 @@ func TestSyncRefusesNoWorkspace(t *testing.T) {
 	if treeHash(t, e.dir) != before {
 		t.Fatal("a refused sync changed something")
 	}
-	if r := e.sync(false); r.Counts.Routed != 1 {
-		t.Fatalf("counts %+v; want the handoff routed into the workspace", r.Counts)
+	if r := e.sync(false); r.WorkspaceID != id.ID || r.Counts.Routed != 1 {
+		t.Fatalf("receipt workspace_id %q, counts %+v; want %s and the handoff routed", r.WorkspaceID, r.Counts, id.ID)
 	}
 }

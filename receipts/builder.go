@@ -34,7 +34,7 @@ type Builder struct {
 }
 
 // NewBuilder starts the receipt of run id in mode (ModeApply, ModeDryRun).
-func NewBuilder(id, mode string, started time.Time, m Manifest, workspace string) *Builder {
+func NewBuilder(id, mode string, started time.Time, m Manifest, workspace, workspaceID string) *Builder {
 	return &Builder{r: &Receipt{
 		SchemaVersion: SchemaVersion,
 		RunID:         id,
@@ -42,6 +42,7 @@ func NewBuilder(id, mode string, started time.Time, m Manifest, workspace string
 		StartedAt:     started.UTC(),
 		Manifest:      m,
 		Workspace:     workspace,
+		WorkspaceID:   workspaceID,
 		Hosts:         []Host{},
 		Handoffs:      []Handoff{},
 		Notify:        Notify{OK: true},

@@ -35,7 +35,7 @@ func TestBuilderJudge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewBuilder("id", ModeApply, time.Unix(0, 0), Manifest{}, "/ws")
+			b := NewBuilder("id", ModeApply, time.Unix(0, 0), Manifest{}, "/ws", "")
 			for _, h := range tc.hosts {
 				b.AddHost(h, 1)
 			}
@@ -59,7 +59,7 @@ func TestBuilderJudge(t *testing.T) {
 
 // Only the first failed ping is kept: it is the one that says why.
 func TestBuilderNotifyFailed(t *testing.T) {
-	b := NewBuilder("id", ModeApply, time.Now(), Manifest{}, "/ws")
+	b := NewBuilder("id", ModeApply, time.Now(), Manifest{}, "/ws", "")
 	if b.NotifyFailed(nil) || !b.Receipt().Notify.OK {
 		t.Fatal("a nil error was recorded")
 	}

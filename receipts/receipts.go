@@ -46,10 +46,14 @@ type Receipt struct {
 	FinishedAt    time.Time `json:"finished_at"`
 	Manifest      Manifest  `json:"manifest"`
 	Workspace     string    `json:"workspace"`
-	Counts        Counts    `json:"counts"`
-	Hosts         []Host    `json:"hosts"`
-	Handoffs      []Handoff `json:"handoffs"`
-	Notify        Notify    `json:"notify"`
+	// WorkspaceID is the workspace's identity (see `handoff init`); empty
+	// only in a dry run on a workspace an earlier handoff made, which
+	// the run does not change.
+	WorkspaceID string    `json:"workspace_id"`
+	Counts      Counts    `json:"counts"`
+	Hosts       []Host    `json:"hosts"`
+	Handoffs    []Handoff `json:"handoffs"`
+	Notify      Notify    `json:"notify"`
 }
 
 // Manifest identifies the manifest a run used.

@@ -123,7 +123,7 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, unlock, err := setup.Lock(ws, opts.DryRun)
+	ident, unlock, err := setup.Lock(ws, opts.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +161,7 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 	if opts.DryRun {
 		return r, nil
 	}
-	rc := receiptOf(r, m, ws, started, opts.Now().UTC())
+	rc := receiptOf(r, m, ws, ident.ID, started, opts.Now().UTC())
 	p, err := receipts.WriteRun(filepath.Join(ws, layout.ReceiptsDir), rc)
 	if err != nil {
 		return r, err
@@ -323,11 +323,11 @@ func readProcessed(ctx context.Context, fsys transport.FS, h manifest.HostConfig
 
 // receiptOf is the import's receipt: mode import, a handoff of result
 // legacy for each file recorded.
-func receiptOf(r *Report, m *manifest.Manifest, ws string, started, finished time.Time) *receipts.Receipt {
+func receiptOf(r *Report, m *manifest.Manifest, ws, workspaceID string, started, finished time.Time) *receipts.Receipt {
 	rc := &receipts.Receipt{
 		SchemaVersion: receipts.SchemaVersion, RunID: r.RunID, Mode: receipts.ModeImport, Outcome: r.Outcome,
 		StartedAt: started, FinishedAt: finished, Manifest: receipts.Manifest{Path: m.Path, SHA256: m.SHA256},
-		Workspace: ws, Hosts: []receipts.Host{}, Handoffs: r.Recorded, Notify: receipts.Notify{OK: true},
+		Workspace: ws, WorkspaceID: workspaceID, Hosts: []receipts.Host{}, Handoffs: r.Recorded, Notify: receipts.Notify{OK: true},
 	}
 	rc.Status = receipts.StatusEmpty
 	if len(r.Recorded) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/legacy"
 	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
@@ -58,6 +59,9 @@ func TestImportThenDuplicate(t *testing.T) {
 	}
 	if rc.Mode != receipts.ModeImport || rc.Counts.Legacy != 1 || rc.Handoffs[0].Result != receipts.ResultLegacy || rc.Handoffs[0].SHA256 != testenv.Sum(card) {
 		t.Fatalf("receipt: %+v", rc)
+	}
+	if id, err := workspace.Read(e.WS); err != nil || rc.WorkspaceID != id.ID {
+		t.Fatalf("receipt workspace_id %q; want the workspace's %+v (%v)", rc.WorkspaceID, id, err)
 	}
 	if _, err := os.Stat(filepath.Join(e.WS, ".handoff/receipts/latest.json")); !os.IsNotExist(err) {
 		t.Fatalf("the import wrote latest.json: %v", err)

@@ -59,6 +59,7 @@ type Outcome struct {
 type session struct {
 	o       Options
 	ws      string
+	wsID    string // the workspace's identity
 	unlock  func()
 	led     *ledger.Ledger
 	sp      *spool.Dir
@@ -80,11 +81,11 @@ func begin(ctx context.Context, o Options) (*session, error) {
 	if _, err := os.Stat(filepath.Join(ws, layout.LedgerFile)); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("ledger %s: %w", filepath.Join(ws, layout.LedgerFile), ErrNoLedger)
 	}
-	_, unlock, err := setup.Lock(ws, false)
+	id, unlock, err := setup.Lock(ws, false)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{o: o, ws: ws, unlock: unlock, started: o.Now().UTC()}
+	s := &session{o: o, ws: ws, wsID: id.ID, unlock: unlock, started: o.Now().UTC()}
 	s.runID = newRunID(s.started)
 	ok := false
 	defer func() {
@@ -177,7 +178,7 @@ func (s *session) writeReceipt(ctx context.Context, out *Outcome) error {
 	path := ""
 	status := receipts.StatusEmpty
 	if len(s.entries) > 0 {
-		b := receipts.NewBuilder(s.runID, receipts.ModeReview, s.started, s.o.Manifest, s.ws)
+		b := receipts.NewBuilder(s.runID, receipts.ModeReview, s.started, s.o.Manifest, s.ws, s.wsID)
 		b.AddHandoffs(s.entries...)
 		b.Judge(nil)
 		r := b.Finish(s.o.Now())
