@@ -35,9 +35,9 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"handoffs waiting more than 3 days, and whether the account may archive there;\n" +
 			"whether the host has sent a handoff within its stale_after, 7d by default). It\n" +
 			"prints one line per check, [ok], [warn] or [fail], with a hint under every\n" +
-			"problem, and exits 1 if any check failed. It writes nothing but, to learn\n" +
-			"whether an inbox can be archived in, an empty directory named\n" +
-			".handoff-doctor-probe-<random> in it, removed at once.",
+			"problem, and exits 1 if any check failed; --json carries the workspace_id. It\n" +
+			"writes nothing but, to learn whether an inbox can be archived in, an empty\n" +
+			"directory named .handoff-doctor-probe-<random> in it, removed at once.",
 		Args: cobra.NoArgs,
 		RunE: c.run,
 	}

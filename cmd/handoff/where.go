@@ -45,8 +45,9 @@ func newWhereCmd(g *globals) *cobra.Command {
 			"memory/handoff-inbox/<stem>.<sha12>.md) finds the handoffs whose result names\n" +
 			"it: which wrote it and when, with the before and after hashes, or the handoff\n" +
 			"a review draft came from and why it waits. Files still waiting in an inbox\n" +
-			"are not in the ledger yet. A directory that is no workspace (see `handoff\n" +
-			"init`) is an error, exit 2, naming the workspaces near it.",
+			"are not in the ledger yet. The last line names the workspace and its id (with\n" +
+			"--json, each match's workspace_id); a directory that is no workspace (see\n" +
+			"`handoff init`) is an error, exit 2, naming the workspaces near it.",
 		Args: cobra.ExactArgs(1),
 		RunE: c.run,
 	}
@@ -100,6 +101,13 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 				fmt.Fprintln(c.g.stdout)
 			}
 			describeMatch(c.g.stdout, m)
+		}
+		if len(matches) > 0 {
+			id := "no identity yet: an earlier handoff made it, and its next sync gives it one"
+			if matches[0].WorkspaceID != "" {
+				id = "id " + matches[0].WorkspaceID
+			}
+			fmt.Fprintf(c.g.stdout, "\nworkspace %s (%s)\n", ws, id)
 		}
 	}
 	if len(matches) == 0 {

@@ -116,8 +116,10 @@ type InboxStatus struct {
 // Report is every check, workspace first, then hosts in manifest
 // order. OK is false when any check failed.
 type Report struct {
-	Checks []Check `json:"checks"`
-	OK     bool    `json:"ok"`
+	// WorkspaceID is the workspace's identity; empty when it has none.
+	WorkspaceID string  `json:"workspace_id"`
+	Checks      []Check `json:"checks"`
+	OK          bool    `json:"ok"`
 }
 
 // Doctor checks the workspace, the timer and every host, and reports what
@@ -173,6 +175,7 @@ func Run(ctx context.Context, opts Options) *Report {
 	opts.workspace = ws
 	facts := &ledgerFacts{}
 	add(doctorWorkspace(ctx, ws, opts, facts)...)
+	rep.WorkspaceID = facts.workspaceID
 	add(doctorTimer(ctx))
 	add(doctorPin()...)
 	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts, facts) {

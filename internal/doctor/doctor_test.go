@@ -195,8 +195,8 @@ func TestDoctorNoWorkspace(t *testing.T) {
 	before := testenv.Tree(t, e.Dir)
 	rep := e.doctor()
 	testenv.SameTree(t, "doctor", before, testenv.Tree(t, e.Dir))
-	if rep.OK {
-		t.Fatalf("no workspace must fail: %+v", rep)
+	if rep.OK || rep.WorkspaceID != "" {
+		t.Fatalf("no workspace must fail, with no id: %+v", rep)
 	}
 	c := drOne(t, rep, "workspace", "workspace")
 	drWant(t, c, doctor.CheckFail, "no workspace at "+e.WS+": the directory does not exist")
@@ -223,7 +223,7 @@ func TestDoctorNoWorkspace(t *testing.T) {
 }
 
 // TestDoctorNoRunYet: after `handoff init` and before the first sync,
-// doctor checks the workspace's identity, only warns, and creates nothing.
+// doctor shows the workspace's id, only warns, and creates nothing.
 func TestDoctorNoRunYet(t *testing.T) {
 	e := newDrEnv(t, "")
 	id, err := workspace.Read(e.WS)
@@ -233,8 +233,8 @@ func TestDoctorNoRunYet(t *testing.T) {
 	before := testenv.Tree(t, e.Dir)
 	rep := e.doctor()
 	testenv.SameTree(t, "doctor", before, testenv.Tree(t, e.Dir))
-	if !rep.OK {
-		t.Fatalf("no run yet must not fail: %+v", rep)
+	if !rep.OK || rep.WorkspaceID != id.ID {
+		t.Fatalf("no run yet must not fail, and must carry id %s: %+v", id.ID, rep)
 	}
 	drWant(t, drOne(t, rep, "workspace", "identity"), doctor.CheckOK, "workspace id "+id.ID)
 	drWant(t, drOne(t, rep, "workspace", "last-run"), doctor.CheckWarn, "no receipt yet")

@@ -72,6 +72,10 @@ type Match struct {
 	// EditedFrom is set when `handoff review edit` wrote these bytes: the
 	// decision that did, naming the handoff they were edited from.
 	EditedFrom *Decision `json:"edited_from,omitempty"`
+	// WorkspaceID is the identity of the workspace whose ledger holds the
+	// record; empty for a workspace an earlier handoff made, until its
+	// next sync gives it one.
+	WorkspaceID string `json:"workspace_id"`
 }
 
 // Decision is one person's decision in `handoff review`.
@@ -129,7 +133,8 @@ func Lookup(ctx context.Context, ws, query string) ([]Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := workspace.Check(ws); err != nil {
+	id, _, err := workspace.Check(ws)
+	if err != nil {
 		return nil, err
 	}
 	lk, err := setup.ProbeLock(filepath.Join(ws, layout.LockFile))
@@ -194,6 +199,9 @@ func Lookup(ctx context.Context, ws, query string) ([]Match, error) {
 		})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StoredAt.Before(out[j].StoredAt) })
+	for i := range out {
+		out[i].WorkspaceID = id.ID
+	}
 	return out, nil
 }
 
