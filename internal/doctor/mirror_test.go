@@ -41,7 +41,7 @@ func TestDoctorMirrorLastRun(t *testing.T) {
 			if err := st.Save(mirror.StateFile(filepath.Join(ws, layout.MirrorsDir), "laptop")); err != nil {
 				t.Fatal(err)
 			}
-			b := receipts.NewBuilder("20261201T115900Z-abcdef", receipts.ModeApply, now.Add(-time.Minute), receipts.Manifest{}, ws)
+			b := receipts.NewBuilder("20261201T115900Z-abcdef", receipts.ModeApply, now.Add(-time.Minute), receipts.Manifest{}, ws, "")
 			b.AddHost(receipts.Host{Name: "laptop", Outcome: receipts.HostOK, Inboxes: []receipts.Inbox{}}, 0)
 			b.SetMirror("laptop", tc.last)
 			b.Judge(nil)
