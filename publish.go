@@ -35,6 +35,9 @@ type PublishJob struct {
 	// MIRROR.json; empty only in a dry run on a workspace an earlier
 	// handoff made.
 	WorkspaceID string `json:"workspace_id"`
+	// Adopt publishes over a mirror whose MIRROR.json names another
+	// workspace (sync --adopt-mirror): the mirror is handed over.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // session is a host whose connection stays open after its pull, until
@@ -79,6 +82,7 @@ func publishWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 		return fail(err)
 	}
 	res, next := mirror.Publish(ctx, fsys, prev, mirror.Options{Host: h.Name, Dir: h.Mirror.Path, Files: files,
+		WorkspaceID: job.WorkspaceID, Adopt: job.Adopt,
 		Canonical: job.Canonical, RunID: job.RunID, Now: job.Now, DryRun: job.DryRun, Log: log})
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Outcome == mirror.OutcomeError {
 		res.Error = fmt.Sprintf("deadline of %s exceeded: %s", h.Timeout, res.Error)

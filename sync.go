@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ type Options struct {
 	// Progress, when set, receives per-host progress as it happens. It is
 	// called from several goroutines, one at a time per host.
 	Progress func(HostProgress)
+	// AdoptMirrors names hosts whose mirror this run takes over from
+	// another workspace (sync --adopt-mirror; docs/mirror.md).
+	AdoptMirrors []string
 }
 
 // Notifier is the heartbeat: Start when a run begins (Sync calls it while
@@ -370,6 +374,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 // its session and is published; hosts whose pull failed are skipped.
 func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
 	job := PublishJob{Workspace: wsDir, WorkspaceID: b.Receipt().WorkspaceID, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
+	adopt := func(host string) bool { return slices.Contains(opts.AdoptMirrors, host) }
 	results := make([]*mirror.Result, len(hosts))
 	interrupted := make([]bool, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
@@ -385,6 +390,7 @@ func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []clai
 		default:
 			j := job
 			j.StateFile = mirror.StateFile(filepath.Join(wsDir, layout.MirrorsDir), h.Name)
+			j.Adopt = adopt(h.Name)
 			res := sess.publish(ctx, j)
 			if ctx.Err() != nil && res.Outcome != mirror.OutcomeOK {
 				interrupted[i] = true

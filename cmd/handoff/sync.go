@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,7 @@ type syncCmd struct {
 	parallel     int
 	ping         string
 	pingTimeout  time.Duration
+	adopt        []string
 }
 
 func newSyncCmd(g *globals) *cobra.Command {
@@ -53,7 +55,25 @@ func newSyncCmd(g *globals) *cobra.Command {
 	f.IntVar(&c.parallel, "parallel", 8, "hosts pulled at once")
 	f.StringVar(&c.ping, "ping", "", "heartbeat URL, healthchecks.io style (overrides the manifest's notify.ping_url)")
 	f.DurationVar(&c.pingTimeout, "ping-timeout", notify.DefaultTotal, "most time one heartbeat ping may take, retries included")
+	f.StringArrayVar(&c.adopt, "adopt-mirror", nil, "take over HOST's mirror from the workspace its MIRROR.json names (repeatable; see docs/mirror.md)")
 	return cmd
+}
+
+// checkAdopt checks that every --adopt-mirror host is in the manifest and
+// has a mirror.
+func checkAdopt(m *manifest.Manifest, adopt []string) error {
+	for _, name := range adopt {
+		h, ok := m.Host(name)
+		switch {
+		case !ok:
+			return &exitError{code: exitUsage, err: fmt.Errorf("--adopt-mirror %s: no host %q in the manifest", name, name),
+				hint: "name a host of the manifest that has a mirror: " + strings.Join(m.HostNames(), ", ")}
+		case h.Mirror == nil:
+			return &exitError{code: exitUsage, err: fmt.Errorf("--adopt-mirror %s: host %s has no mirror", name, name),
+				hint: "give it one in the manifest (hosts[].mirror), or leave the flag out"}
+		}
+	}
+	return nil
 }
 
 func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
@@ -78,6 +98,9 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	if err := checkKeys(m, c.hosts); err != nil {
 		return err
 	}
+	if err := checkAdopt(m, c.adopt); err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find own binary for pull workers: %w", err)
@@ -90,7 +113,7 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	r, err := handoff.Sync(cmd.Context(), handoff.Options{
 		Manifest: m, Workspace: ws, Hosts: c.hosts, DryRun: c.dryRun,
 		Parallel: c.parallel, Log: c.g.logger(), Worker: self, Notifier: notifier,
-		Progress: live.Func(),
+		Progress: live.Func(), AdoptMirrors: c.adopt,
 	})
 	live.Finish()
 	if err != nil {
