@@ -36,7 +36,15 @@ workspace the spool files of handoffs ingested before then and the per-run
 receipts of runs finished before then. It never touches malformed/, the
 inboxes themselves, review drafts, latest.json, latest.log, the receipt of
 the newest run that was not ok, or the ledger's rows; it never follows a
-symlink and never descends below processed/. It holds the workspace lock
+symlink and never descends below processed/.
+
+It keeps the spool files (.handoff/spool/<sha256>.md, a handoff's exact
+bytes) of every handoff a person may still act on, however old: one that
+waits in ` + "`handoff review`" + ` (review or quarantine), and one rejected less than
+--older-than ago, so that ` + "`handoff review show ID`" + ` can still show what was
+rejected. Once a rejection is older than --older-than, its bytes go like any
+other ingested handoff's (a malformed handoff's stay: they are the
+quarantine). It holds the workspace lock
 like sync. --older-than is at least 1h; --dry-run lists every file it would
 remove (spool files only by count).`,
 		Example: "  handoff prune --older-than 30d\n  handoff prune --older-than 90d --host laptop --dry-run",
@@ -110,6 +118,10 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	fmt.Fprintf(c.g.stdout, "%sspool: %s %d %s\n", prefix, verb, r.Spool.Files, plural(r.Spool.Files, "file", "files"))
+	if r.Spool.Held > 0 {
+		fmt.Fprintf(c.g.stdout, "%sspool: kept %d %s of handoffs that wait for a person or were rejected less than %s ago (`handoff review --all`)\n",
+			prefix, r.Spool.Held, plural(r.Spool.Held, "file", "files"), c.olderThan)
+	}
 	fmt.Fprintf(c.g.stdout, "%sreceipts: %s %d %s\n", prefix, verb, r.Receipts.Files, plural(r.Receipts.Files, "receipt", "receipts"))
 	if r.DryRun {
 		for _, n := range r.Receipts.Names {

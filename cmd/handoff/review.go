@@ -119,7 +119,7 @@ waits, the problems are printed, and your text is kept.`,
 	allowFlags(edit)
 	reject := &cobra.Command{
 		Use:   "reject ID --note TEXT",
-		Short: "Take a waiting item out of the review inbox (its bytes stay in the spool)",
+		Short: "Take a waiting item out of the review inbox (its bytes stay in the spool, kept by prune for --older-than)",
 		Args:  cobra.ExactArgs(1),
 		RunE:  c.reject,
 	}
@@ -524,6 +524,7 @@ func (c *reviewCmd) reject(cmd *cobra.Command, args []string) error {
 		where = "it leaves the quarantine"
 	}
 	fmt.Fprintf(c.g.stdout, "rejected %s: %s; its bytes stay in %s/%s.md\n", out.Item.ID, review.SafeLine(where), layout.SpoolDir, out.Item.SHA256)
+	fmt.Fprintf(c.g.stdout, "`handoff prune` keeps them at least until the rejection is older than its --older-than; meanwhile `handoff review show %s` shows them\n", out.Item.ID)
 	if out.Receipt != "" {
 		fmt.Fprintf(c.g.stdout, "receipt: %s\n", out.Receipt)
 	}

@@ -64,6 +64,35 @@ func (f *spoolFixture) source(key, host, name, result string, ingested time.Time
 		result, ingested.UTC().Format(time.RFC3339Nano), host, name, sha); err != nil {
 		f.t.Fatal(err)
 	}
+	// The first copy with a result of its own is the handoff's, as the
+	// ingester records it.
+	if result == receipts.ResultDuplicate {
+		return
+	}
+	if _, err := f.led.DB().ExecContext(ctx, `INSERT OR IGNORE INTO handoffs (sha256, source_id, result, run_id, ingested_at)
+		SELECT sha256, id, result, ingest_run, ingested_at FROM sources WHERE host = ? AND name = ? AND sha256 = ?`, host, name, sha); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// decide records a person's decision about key's handoff, made at at;
+// result, when not "", is what the handoff became.
+func (f *spoolFixture) decide(key, decision, state string, at time.Time, result string) {
+	f.t.Helper()
+	ctx := context.Background()
+	if _, err := f.led.DB().ExecContext(ctx, `INSERT INTO decisions (sha256, decision, state, by, at, run_id, from_result)
+		VALUES (?, ?, ?, 'me@host', ?, 'run-review', 'review')`, f.shas[key], decision, state, at.UTC().Format(time.RFC3339Nano)); err != nil {
+		f.t.Fatal(err)
+	}
+	if result == "" {
+		return
+	}
+	if _, err := f.led.DB().ExecContext(ctx, `UPDATE handoffs SET result = ? WHERE sha256 = ?`, result, f.shas[key]); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.led.DB().ExecContext(ctx, `UPDATE sources SET result = ? WHERE sha256 = ?`, result, f.shas[key]); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 func (f *spoolFixture) exists(key string) bool {
@@ -119,12 +148,12 @@ func TestPruneSpool(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	gone := []string{"promoted-old", "routed-old", "review-old"}
+	gone := []string{"promoted-old", "routed-old"}
 	var wantBytes int64
 	for _, k := range gone {
 		wantBytes += f.bytes[k]
 	}
-	kept := []string{"promoted-young", "pending", "malformed-old", "half", "dup", "open-plan", "symlink"}
+	kept := []string{"review-old", "promoted-young", "pending", "malformed-old", "half", "dup", "open-plan", "symlink"}
 
 	ctx := context.Background()
 	opts := SpoolOptions{Dir: f.dir, Before: cutoff, DryRun: true}
@@ -173,6 +202,48 @@ func TestPruneSpool(t *testing.T) {
 	got, err = Spool(ctx, f.led, opts)
 	if err != nil || got.Files != 0 {
 		t.Fatalf("second prune: %+v, %v; want nothing", got, err)
+	}
+}
+
+// TestPruneSpoolKeepsWhatWaitsForAPerson: the exact bytes of a handoff
+// that still waits for a person, or was rejected less than the retention
+// ago, are never pruned, however long ago it was ingested.
+func TestPruneSpoolKeepsWhatWaitsForAPerson(t *testing.T) {
+	now := time.Now()
+	cutoff := now.Add(-24 * time.Hour)
+	old, young := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
+	f := newSpoolFixture(t)
+	f.source("waits", "laptop", "a.md", receipts.ResultReview, old)
+	f.source("waits-again", "laptop", "b.md", receipts.ResultReview, old)
+	f.decide("waits-again", "accepted", "abandoned", young, "")
+	f.source("accepting", "laptop", "c.md", receipts.ResultReview, old)
+	f.decide("accepting", "accepted", "started", young, "")
+	f.source("rejected-young", "laptop", "d.md", receipts.ResultReview, old)
+	f.decide("rejected-young", "rejected", "done", young, "")
+	f.source("rejected-old", "laptop", "e.md", receipts.ResultReview, old)
+	f.decide("rejected-old", "rejected", "done", old.Add(time.Hour), "")
+	f.source("accepted", "laptop", "f.md", receipts.ResultReview, old)
+	f.decide("accepted", "accepted", "done", young, receipts.ResultPromoted)
+	f.source("promoted", "laptop", "g.md", receipts.ResultPromoted, old)
+
+	got, err := Spool(context.Background(), f.led, SpoolOptions{Dir: f.dir, Before: cutoff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := []string{"waits", "waits-again", "accepting", "rejected-young"}
+	gone := []string{"rejected-old", "accepted", "promoted"}
+	if got.Files != len(gone) || got.Held != len(kept) {
+		t.Fatalf("%+v, want %d files removed and %d held", got, len(gone), len(kept))
+	}
+	for _, k := range kept {
+		if !f.exists(k) {
+			t.Errorf("%s: the bytes a person may still act on were pruned", k)
+		}
+	}
+	for _, k := range gone {
+		if f.exists(k) {
+			t.Errorf("%s: spool file kept, want removed", k)
+		}
 	}
 }
 
