@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
@@ -27,7 +28,15 @@ type recordQueue struct {
 	reqs  chan *recordReq
 	quit  chan struct{}
 	ended chan struct{}
+
+	mu   sync.Mutex
+	done map[string]*recorded // by host: what its committed writes held
 }
+
+// recorded is what a host's committed writes held: sources newly stored,
+// and sources marked archived. It is the run's own account of its pulls,
+// whatever became of the worker that sent them.
+type recorded struct{ stored, archived int }
 
 // recordStore is the ledger as the queue uses it.
 type recordStore interface {
@@ -40,6 +49,7 @@ type recordStore interface {
 const maxGroup = 64
 
 type recordReq struct {
+	host string
 	w    ledger.Write
 	done chan error
 }
@@ -49,7 +59,8 @@ var errQueueClosed = errors.New("the run's pulls are over: nothing more is recor
 
 // startRecordQueue starts the writer; stop ends it.
 func startRecordQueue(led recordStore, runID string, log *slog.Logger) *recordQueue {
-	q := &recordQueue{led: led, runID: runID, log: log, reqs: make(chan *recordReq), quit: make(chan struct{}), ended: make(chan struct{})}
+	q := &recordQueue{led: led, runID: runID, log: log, reqs: make(chan *recordReq), quit: make(chan struct{}), ended: make(chan struct{}),
+		done: map[string]*recorded{}}
 	go q.run()
 	return q
 }
@@ -101,20 +112,52 @@ func (q *recordQueue) apply(group []*recordReq) {
 	if err != nil && len(group) > 1 {
 		q.log.Debug("a group of records failed; writing each alone", "writes", len(group), "err", err)
 		for _, r := range group {
-			r.done <- q.led.Apply(context.Background(), q.runID, []*ledger.Write{&r.w})
+			err := q.led.Apply(context.Background(), q.runID, []*ledger.Write{&r.w})
+			q.count(r, err)
+			r.done <- err
 		}
 		return
 	}
 	for _, r := range group {
+		q.count(r, err)
 		r.done <- err
 	}
+}
+
+// count adds a committed write (err nil) to its host's account, before
+// the caller hears of it: a worker killed while waiting for the answer
+// still has its write counted.
+func (q *recordQueue) count(r *recordReq, err error) {
+	if err != nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c := q.done[r.host]
+	if c == nil {
+		c = &recorded{}
+		q.done[r.host] = c
+	}
+	c.stored += r.w.Added
+	c.archived += len(r.w.Archived)
+}
+
+// recordedFor returns what the committed writes of host's pull held: the
+// sources it newly stored and those it marked archived.
+func (q *recordQueue) recordedFor(host string) (stored, archived int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if c := q.done[host]; c != nil {
+		return c.stored, c.archived
+	}
+	return 0, 0
 }
 
 // write sends w to the writer and waits until it is committed. A write
 // whose caller gives up (ctx) may still be committed: a source recorded
 // and not archived is only acknowledged by the next run.
-func (q *recordQueue) write(ctx context.Context, w ledger.Write) (int, error) {
-	r := &recordReq{w: w, done: make(chan error, 1)}
+func (q *recordQueue) write(ctx context.Context, host string, w ledger.Write) (int, error) {
+	r := &recordReq{host: host, w: w, done: make(chan error, 1)}
 	select {
 	case q.reqs <- r:
 	case <-q.quit:
@@ -157,14 +200,14 @@ func (h hostRecorder) RecordSources(ctx context.Context, _ string, srcs []claim.
 	if err := h.check(srcs); err != nil {
 		return 0, err
 	}
-	return h.q.write(ctx, ledger.Write{Record: srcs})
+	return h.q.write(ctx, h.host, ledger.Write{Record: srcs})
 }
 
 func (h hostRecorder) MarkArchived(ctx context.Context, srcs []claim.Source) error {
 	if err := h.check(srcs); err != nil {
 		return err
 	}
-	_, err := h.q.write(ctx, ledger.Write{Archived: srcs})
+	_, err := h.q.write(ctx, h.host, ledger.Write{Archived: srcs})
 	return err
 }
 

@@ -157,3 +157,40 @@ func TestHostRecorderOwnHostOnly(t *testing.T) {
 		t.Errorf("RecordSources after stop: %v, want errQueueClosed", err)
 	}
 }
+
+// Invariant: what a pull stored is counted whatever became of the pull.
+// The queue counts each host's committed writes itself, also one whose
+// caller gave up waiting (a worker killed by an interrupted run), and
+// never a write that failed.
+func TestRecordQueueCountsWhatWasCommitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{hold: make(chan struct{}), poison: "bad.md"}
+		q := startRecordQueue(f, "run", quietLog())
+		ctx, cancel := context.WithCancel(context.Background())
+		gaveUp := make(chan error, 1)
+		go func() {
+			_, err := q.recorder("laptop").RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("laptop", "b.md")})
+			gaveUp <- err
+		}()
+		synctest.Wait() // the write is held in the ledger
+		cancel()
+		if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the caller that gave up got %v", err)
+		}
+		close(f.hold) // ... and commits after all
+		bg := context.Background()
+		if err := q.recorder("laptop").MarkArchived(bg, []claim.Source{src("laptop", "a.md")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.recorder("server").RecordSources(bg, "run", []claim.Source{src("server", "bad.md")}); err == nil {
+			t.Fatal("the poisoned write was committed")
+		}
+		q.stop()
+		if s, a := q.recordedFor("laptop"); s != 2 || a != 1 {
+			t.Errorf("laptop: stored %d, archived %d; want 2 and 1", s, a)
+		}
+		if s, a := q.recordedFor("server"); s != 0 || a != 0 {
+			t.Errorf("server: stored %d, archived %d for a write that failed", s, a)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -189,7 +190,12 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	entries, ingErr := ingestWhilePulling(ctx, ing, stored, pulled)
 	<-pulled
 	for _, rep := range reports {
-		b.AddHost(hostEntry(rep), rep.Stored)
+		// The run's own account of what each pull recorded, not the
+		// worker's report: a worker killed part way (the run interrupted,
+		// its deadline passed) reports nothing it stored.
+		h := hostEntry(rep)
+		h.Stored, h.Archived = st.records.recordedFor(rep.Name)
+		b.AddHost(h, h.Stored)
 	}
 	if ingErr == nil {
 		// Sources stored after the last pass began (or by a host whose
@@ -198,13 +204,24 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		more, ingErr = ing.Run(ctx)
 		entries = append(entries, more...)
 	}
-	b.AddHandoffs(appliedEntries(entries, reports)...)
+	b.AddHandoffs(appliedEntries(entries, reports, r.RunID)...)
 	b.AddHandoffs(claimedEntries(reports)...)
+	// A run that is stopped (SIGINT, SIGTERM) still records what it did,
+	// and says that it was stopped.
+	var stopped error
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		stopped = context.Cause(ctx)
+		log.Warn("run interrupted", "cause", stopped)
+	}
+	books := context.WithoutCancel(ctx)
 	if !opts.DryRun {
-		recordRejects(ctx, st.led, r.RunID, reports, log)
+		recordRejects(books, st.led, r.RunID, reports, log)
 	}
 	publishAll(ctx, hosts, reports, sessions, opts, wsDir, r.RunID, ingErr, b)
 	b.Judge(ingErr)
+	if stopped != nil {
+		b.Interrupted(stopped)
+	}
 	if ingErr != nil {
 		log.Error("ingest failed", "err", ingErr)
 	}
@@ -225,9 +242,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if err != nil {
 		return r, err
 	}
-	// An interrupted run still finishes its bookkeeping: the receipt is
-	// written, and the ledger's run row must point at it.
-	if err := st.led.FinishRun(context.WithoutCancel(ctx), r.RunID, r.Outcome, r.Status, path); err != nil {
+	if err := st.led.FinishRun(books, r.RunID, r.Outcome, r.Status, path); err != nil {
 		return r, fmt.Errorf("ledger: %w", err)
 	}
 	return r, nil
@@ -255,7 +270,8 @@ func ingestWhilePulling(ctx context.Context, ing *ingest.Ingester, stored <-chan
 
 // appliedEntries are the receipt entries of what the ingester decided,
 // each with its archive error if its host could not archive it.
-func appliedEntries(entries []ingest.Entry, reports []claim.HostReport) []receipts.Handoff {
+// An entry stored by an earlier run names that run.
+func appliedEntries(entries []ingest.Entry, reports []claim.HostReport, runID string) []receipts.Handoff {
 	unarchived := map[[4]string]string{} // host, inbox, name, hash -> error
 	for _, rep := range reports {
 		for _, it := range rep.Unarchived {
@@ -270,6 +286,9 @@ func appliedEntries(entries []ingest.Entry, reports []claim.HostReport) []receip
 			BeforeSHA256: e.BeforeSHA256, AfterSHA256: e.AfterSHA256, ArchivedAs: e.ArchivedAs,
 			Error: unarchived[[4]string{e.Host, e.Inbox, e.Name, e.SHA256}],
 		})
+		if e.StoredRun != runID {
+			out[len(out)-1].StoredRun = e.StoredRun
+		}
 	}
 	return out
 }

@@ -34,6 +34,9 @@ type Entry struct {
 	BeforeSHA256 string
 	AfterSHA256  string
 	ArchivedAs   string
+	// StoredRun is the run that stored the source: another than this one
+	// when an earlier run was stopped or crashed before it was ingested.
+	StoredRun string
 }
 
 // Options configure one ingest.
@@ -118,7 +121,7 @@ func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
 func entryFor(src sourceRow, o outcome) Entry {
 	return Entry{Host: src.Host, Inbox: src.Inbox, Name: src.Name, SHA256: src.SHA256, Size: src.Size,
 		Result: o.Result, Reason: o.Reason, Action: o.Action, Target: o.Target,
-		BeforeSHA256: o.Before, AfterSHA256: o.After, ArchivedAs: src.ArchivedAs}
+		BeforeSHA256: o.Before, AfterSHA256: o.After, ArchivedAs: src.ArchivedAs, StoredRun: src.StoredRun}
 }
 
 // record finishes a source with an outcome that wrote nothing but maybe a

@@ -1,6 +1,10 @@
 package receipts
 
-import "time"
+import (
+	"context"
+	"strings"
+	"time"
+)
 
 // Results a handoff entry may carry (handoffs[].result) and a host's
 // outcomes (hosts[].outcome).
@@ -117,6 +121,23 @@ func (b *Builder) Judge(runErr error) {
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
+}
+
+// Interrupted marks the run as stopped before it was done (cause: the
+// signal): its outcome is failed, and its error says it was stopped in
+// place of the ingest's "context canceled". Call it after Judge.
+func (b *Builder) Interrupted(cause error) {
+	r := b.r
+	r.Interrupted = true
+	r.Outcome = OutcomeFailed
+	msg := "interrupted"
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	if r.Error != "" && !strings.HasSuffix(r.Error, context.Canceled.Error()) {
+		msg += "; " + r.Error
+	}
+	r.Error = msg
 }
 
 // SetMirror records what publishing host's mirror did.

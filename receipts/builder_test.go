@@ -1,7 +1,9 @@
 package receipts
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -68,5 +70,22 @@ func TestBuilderNotifyFailed(t *testing.T) {
 	}
 	if n := b.Receipt().Notify; n.OK || n.Error != "first" {
 		t.Errorf("notify %+v", n)
+	}
+}
+
+// An interrupted run is failed and says it was stopped, in place of the
+// ingest's bare "context canceled", keeping what it counted.
+func TestBuilderInterrupted(t *testing.T) {
+	b := NewBuilder("run", ModeApply, time.Now(), Manifest{}, "/ws", "")
+	b.AddHost(Host{Name: "laptop", Outcome: HostError, Stored: 72, Archived: 70}, 72)
+	b.AddHandoffs(Handoff{Result: ResultRouted})
+	b.Judge(fmt.Errorf("ingest: %w", context.Canceled))
+	b.Interrupted(errors.New("interrupt signal received"))
+	r := b.Finish(time.Now())
+	if !r.Interrupted || r.Outcome != OutcomeFailed || r.Error != "interrupted: interrupt signal received" {
+		t.Errorf("interrupted %v, outcome %q, error %q", r.Interrupted, r.Outcome, r.Error)
+	}
+	if r.Counts.Pulled != 72 || r.Counts.Routed != 1 {
+		t.Errorf("counts %+v, want pulled 72, routed 1", r.Counts)
 	}
 }

@@ -36,16 +36,20 @@ const (
 
 // Receipt is one run.
 type Receipt struct {
-	SchemaVersion int       `json:"schema_version"`
-	RunID         string    `json:"run_id"`
-	Mode          string    `json:"mode"`
-	Outcome       string    `json:"outcome"`
-	Status        string    `json:"status"`
-	Error         string    `json:"error,omitempty"`
-	StartedAt     time.Time `json:"started_at"`
-	FinishedAt    time.Time `json:"finished_at"`
-	Manifest      Manifest  `json:"manifest"`
-	Workspace     string    `json:"workspace"`
+	SchemaVersion int    `json:"schema_version"`
+	RunID         string `json:"run_id"`
+	Mode          string `json:"mode"`
+	Outcome       string `json:"outcome"`
+	Status        string `json:"status"`
+	Error         string `json:"error,omitempty"`
+	// Interrupted: the run was stopped (SIGINT, SIGTERM) before it was
+	// done. Its counts and hosts say what it stored and archived until
+	// then; the next run ingests and archives the rest.
+	Interrupted bool      `json:"interrupted,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+	Manifest    Manifest  `json:"manifest"`
+	Workspace   string    `json:"workspace"`
 	// WorkspaceID is the workspace's identity (see `handoff init`); empty
 	// only in a dry run on a workspace an earlier handoff made, which
 	// the run does not change.
@@ -83,6 +87,13 @@ type Host struct {
 	Outcome   string  `json:"outcome"` // ok | partial | error
 	Error     string  `json:"error"`
 	Inboxes   []Inbox `json:"inboxes"`
+	// Stored counts the sources this run recorded for the host, newly
+	// stored in the spool; Archived those whose archive rename on the host
+	// it recorded (an earlier run's among them, when this run finished
+	// their archive). Both count what was recorded, also when the pull
+	// did not finish.
+	Stored   int `json:"stored"`
+	Archived int `json:"archived"`
 	// ItemsDropped counts rejected and deferred files left out of
 	// handoffs[] because the host had too many.
 	ItemsDropped int `json:"items_dropped,omitempty"`
@@ -139,6 +150,9 @@ type Handoff struct {
 	// Error says what went wrong with this handoff when something did:
 	// its archive rename failed, or it could not be read.
 	Error string `json:"error,omitempty"`
+	// StoredRun is the run that stored it, when that was an earlier run
+	// (interrupted or crashed) and this one finished it. Omitted otherwise.
+	StoredRun string `json:"stored_run,omitempty"`
 	// Decision is a person's decision about it (receipts of mode review
 	// only; see review.go).
 	Decision *Decision `json:"decision,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,10 +135,21 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 				fmt.Fprintf(c.g.stderr, "handoff: host %s: mirror: %s\n", h.Name, printable(h.Mirror.Error))
 			}
 		}
-		if r.Error != "" {
+		switch {
+		case r.Interrupted:
+			stored, archived := 0, 0
+			for _, h := range r.Hosts {
+				stored, archived = stored+h.Stored, archived+h.Archived
+			}
+			fmt.Fprintf(c.g.stderr, "handoff: %s: before it stopped, the run stored %d and archived %d %s on their hosts, and ingested %d; its receipt counts them\nhint: nothing stored is lost: the next `handoff sync` (the timer's too) ingests and archives the rest and lists them\n",
+				printable(r.Error), stored, archived, plural(archived, "handoff", "handoffs"), ingestedCount(r))
+		case r.Error != "":
 			fmt.Fprintf(c.g.stderr, "handoff: ingest: %s\nhint: nothing was lost: what could not be applied stays stored and the next sync retries it; `handoff doctor` checks the workspace\n", printable(r.Error))
 		}
 		if !c.quiet {
+			if n, runs := finishedForEarlier(r); n > 0 {
+				fmt.Fprintf(c.g.stdout, "Finished %d %s stored by an earlier run that did not finish (%s)\n", n, plural(n, "handoff", "handoffs"), strings.Join(runs, ", "))
+			}
 			fmt.Fprint(c.g.stdout, r.Summary())
 			if c.table {
 				printRunTable(c.g.stdout, m, ws, r)
@@ -151,6 +163,35 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 		return silent(exitFailed)
 	}
 	return nil
+}
+
+// ingestedCount counts the handoffs that got a result of their own in r
+// (rejected and deferred files aside, which are never stored).
+func ingestedCount(r *receipts.Receipt) int {
+	n := 0
+	for _, h := range r.Handoffs {
+		if h.Result != receipts.ResultRejected && h.Result != receipts.ResultDeferred {
+			n++
+		}
+	}
+	return n
+}
+
+// finishedForEarlier counts the handoffs r ingested that an earlier run
+// stored, and names those runs.
+func finishedForEarlier(r *receipts.Receipt) (int, []string) {
+	n := 0
+	var runs []string
+	for _, h := range r.Handoffs {
+		if h.StoredRun == "" {
+			continue
+		}
+		n++
+		if !slices.Contains(runs, h.StoredRun) {
+			runs = append(runs, h.StoredRun)
+		}
+	}
+	return n, runs
 }
 
 // notifier is the heartbeat from --ping or the manifest's notify.ping_url;

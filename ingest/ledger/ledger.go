@@ -332,6 +332,9 @@ type SourceRow struct {
 	Inbox      string
 	Name       string
 	ArchivedAs string
+	// StoredRun is the run that stored it (PendingSourcesAfter and
+	// Source only).
+	StoredRun string
 }
 
 // PendingSources returns every stored source without a result, in the
@@ -344,7 +347,7 @@ func (l *Ledger) PendingSources(ctx context.Context) ([]SourceRow, error) {
 // sources without a result whose id is greater than after, in the order
 // they were stored: one page of the ingester's work.
 func (l *Ledger) PendingSourcesAfter(ctx context.Context, after int64, limit int) ([]SourceRow, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as
+	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as, stored_run
 		FROM sources WHERE result = '' AND id > ? ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, err
@@ -353,7 +356,7 @@ func (l *Ledger) PendingSourcesAfter(ctx context.Context, after int64, limit int
 	var out []SourceRow
 	for rows.Next() {
 		var s SourceRow
-		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs); err != nil {
+		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &s.StoredRun); err != nil {
 			return nil, err
 		}
 		out = append(out, s)
@@ -363,8 +366,8 @@ func (l *Ledger) PendingSourcesAfter(ctx context.Context, after int64, limit int
 
 func (l *Ledger) Source(ctx context.Context, id int64) (SourceRow, error) {
 	var s SourceRow
-	err := l.db.QueryRowContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as FROM sources WHERE id = ?`, id).
-		Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs)
+	err := l.db.QueryRowContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as, stored_run FROM sources WHERE id = ?`, id).
+		Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &s.StoredRun)
 	return s, err
 }
 
