@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ type reviewCmd struct {
 	json, all    bool
 	note         string
 	dryRun       bool
+	resume       bool
 	allow        review.Allow
 }
 
@@ -111,11 +113,15 @@ the workspace lock meanwhile. Once you save and quit, the edited text is
 linted as ` + "`handoff lint`" + ` does; if clean, it is applied as a new handoff whose
 source names the original (` + "`handoff where`" + ` shows both), with the same word
 on the card's state as accept. If not, nothing is applied, the item still
-waits, the problems are printed, and your text is kept.`,
+waits, the problems are printed, and your text is kept in $TMPDIR. The next
+edit of the item starts from that kept text with --resume; without it, on a
+terminal it asks whether to, and otherwise it starts from the handoff and
+says where your text is.`,
 		Args: cobra.ExactArgs(1),
 		RunE: c.edit,
 	}
 	edit.Flags().StringVar(&c.note, "note", "", "why, for the record")
+	edit.Flags().BoolVar(&c.resume, "resume", false, "start from the text a failed edit of this item kept, not from the handoff")
 	allowFlags(edit)
 	reject := &cobra.Command{
 		Use:   "reject ID --note TEXT",
@@ -158,6 +164,7 @@ func (c *reviewCmd) fail(ws string, err error) error {
 	var dec *review.DecidedError
 	var blk *review.BlockedError
 	var lnt *review.LintError
+	var nk *review.NoKeptError
 	switch {
 	case err == nil:
 		return nil
@@ -185,7 +192,10 @@ func (c *reviewCmd) fail(ws string, err error) error {
 	case errors.As(err, &lnt):
 		err = withProblems(err, lnt.Problems)
 		return &exitError{code: exitFailed, err: err,
-			hint: fmt.Sprintf("your edited text is kept in %s; run `handoff review edit %s` again (it starts from the handoff, not from your text), or `handoff lint` your copy", lnt.Kept, lnt.Item.ID)}
+			hint: fmt.Sprintf("your edited text is kept in %s; `handoff review edit %s --resume` starts from it (or `handoff lint` your copy)", lnt.Kept, lnt.Item.ID)}
+	case errors.As(err, &nk):
+		return &exitError{code: exitFailed, err: err,
+			hint: "`handoff review edit " + nk.Item.ID + "` starts from the handoff"}
 	case errors.Is(err, review.ErrUnchanged):
 		return &exitError{code: exitFailed, err: err}
 	}
@@ -553,9 +563,25 @@ func (c *reviewCmd) edit(cmd *cobra.Command, args []string) error {
 		}
 		return e.Run()
 	}
-	out, err := review.Edit(cmd.Context(), o, args[0], review.EditOptions{Note: c.note, Allow: c.allow, Editor: run})
+	out, err := review.Edit(cmd.Context(), o, args[0], review.EditOptions{Note: c.note, Allow: c.allow, Editor: run, Resume: c.resume, Offer: c.offerKept})
 	if err != nil {
 		return c.fail(o.Workspace, err)
 	}
 	return c.applied(c.g.stdout, "edited", out)
+}
+
+// offerKept asks, on a terminal, whether an edit starts from the text an
+// earlier failed edit kept; elsewhere it says where that text is and
+// starts from the handoff.
+func (c *reviewCmd) offerKept(k review.Kept) bool {
+	saved := k.Saved.Local().Format("2006-01-02 15:04")
+	in, ok := c.g.stdin.(*os.File)
+	if !ok || !isTerminal(in) {
+		fmt.Fprintf(c.g.stderr, "handoff: starting from the handoff; the text of an earlier edit (saved %s) is kept in %s\nhint: `handoff review edit %s --resume` starts from that text instead\n", saved, k.Path, k.ID)
+		return false
+	}
+	fmt.Fprintf(c.g.stderr, "The text of an earlier edit of this item (saved %s) is kept in %s.\nStart from it? [Y/n] ", saved, k.Path)
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "" || answer == "y" || answer == "yes"
 }

@@ -406,6 +406,13 @@ type EditOptions struct {
 	Note   string
 	Allow  Allow
 	Editor func(path string) error
+	// Resume starts from the text a failed edit of the item kept
+	// (FindKept) instead of from the handoff; a *NoKeptError when there
+	// is none.
+	Resume bool
+	// Offer, when set and Resume is not, is asked whether to start from
+	// a kept text there is; true takes it.
+	Offer func(k Kept) bool
 }
 
 // Edit opens the item (its draft when someone edited that by hand, else
@@ -417,6 +424,8 @@ type EditOptions struct {
 // source names the original's host, inbox and name (`handoff where` shows
 // both); the original is decided as edited. With problems, nothing is
 // applied, the item still waits, and the edited text is kept (LintError).
+// A later Edit may start from that kept text (Resume, or Offer), which
+// goes once its text is applied or kept anew.
 func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, error) {
 	s, err := begin(ctx, o)
 	if err != nil {
@@ -428,19 +437,36 @@ func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, 
 		return done, err
 	}
 	start := data
-	b := openBytes(s.ws)
-	if draft, ok := b.draft(it); ok {
-		start = draft // a hand edit is not lost
+	kept, hasKept := FindKept(it)
+	switch {
+	case hasKept && (eo.Resume || eo.Offer != nil && eo.Offer(kept)):
+		if start, err = readKept(kept.Path); err != nil {
+			return nil, s.refuse(ctx, fmt.Errorf("resume the kept edit: %w", err))
+		}
+	case eo.Resume:
+		return nil, s.refuse(ctx, &NoKeptError{Item: it, Dir: os.TempDir()})
+	default:
+		hasKept = false
+		b := openBytes(s.ws)
+		if draft, ok := b.draft(it); ok {
+			start = draft // a hand edit is not lost
+		}
+		b.close()
 	}
-	b.close()
-	dir, err := os.MkdirTemp("", "handoff-edit-")
+	dir, err := os.MkdirTemp("", keptPrefix)
 	if err != nil {
 		return nil, s.refuse(ctx, err)
 	}
-	keep := false
+	keep, applied := false, false
 	defer func() {
 		if !keep {
 			os.RemoveAll(dir)
+		}
+		// The text resumed lives on in this edit's copy, or was applied.
+		if hasKept && (keep || applied) {
+			if err := removeKept(kept.Path); err != nil {
+				s.o.Log.Warn("could not remove the resumed edit's copy", "err", err)
+			}
 		}
 	}()
 	file := filepath.Join(dir, claim.ArchiveName(it.Name, it.SHA256))
@@ -484,6 +510,7 @@ func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, 
 	if err != nil {
 		return nil, err
 	}
+	applied = true
 	out := &Outcome{Item: it, Proposal: pr, Entry: entryOf(e), Edited: newSHA}
 	rd := s.receiptDecision(d)
 	orig := itemEntry(it, pr.Before)
