@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -165,6 +166,7 @@ func (c *reviewCmd) fail(ws string, err error) error {
 	var blk *review.BlockedError
 	var lnt *review.LintError
 	var nk *review.NoKeptError
+	var unc *review.UnchangedError
 	switch {
 	case err == nil:
 		return nil
@@ -184,22 +186,56 @@ func (c *reviewCmd) fail(ws string, err error) error {
 		err = withProblems(err, blk.Proposal.Blocking)
 		hint := ""
 		if flags := blk.Proposal.Flags(); len(flags) > 0 && !blk.Proposal.NeedsEdit() {
-			hint = "if it is meant, accept it with --" + strings.Join(flags, " --") + "; or `handoff review edit " + blk.Item.ID + "` to change it"
+			hint = "if it is meant, `" + review.AcceptCommand(blk.Item.ID, mergeFlags(c.allow, flags)) + "`; or `handoff review edit " + blk.Item.ID + "` to change it"
 		} else {
 			hint = "it cannot be accepted as it is: `handoff review edit " + blk.Item.ID + "` to fix it, or `handoff review reject " + blk.Item.ID + " --note TEXT`"
 		}
 		return &exitError{code: exitFailed, err: err, hint: hint}
 	case errors.As(err, &lnt):
 		err = withProblems(err, lnt.Problems)
+		if len(lnt.Flags) > 0 {
+			return &exitError{code: exitFailed, err: err,
+				hint: fmt.Sprintf("your edited text is kept in %s; if it is meant, `handoff review edit %s --resume --%s` applies it; else `handoff review edit %s --resume` to change it further",
+					lnt.Kept, lnt.Item.ID, strings.Join(lnt.Flags, " --"), lnt.Item.ID)}
+		}
 		return &exitError{code: exitFailed, err: err,
 			hint: fmt.Sprintf("your edited text is kept in %s; `handoff review edit %s --resume` starts from it (or `handoff lint` your copy)", lnt.Kept, lnt.Item.ID)}
+	case errors.As(err, &unc):
+		id := unc.Item.ID
+		if unc.NeedsEdit {
+			return &exitError{code: exitFailed, err: err,
+				hint: "it cannot be accepted as it is: `handoff review edit " + id + "` and change it, or `handoff review reject " + id + " --note TEXT`"}
+		}
+		hint := "`" + review.AcceptCommand(id, unc.Flags) + "` applies it as it is"
+		if len(unc.Flags) > 0 {
+			hint += " (if its content is meant)"
+		}
+		return &exitError{code: exitFailed, err: err, hint: hint + "; `handoff review edit " + id + "` to change it"}
 	case errors.As(err, &nk):
 		return &exitError{code: exitFailed, err: err,
 			hint: "`handoff review edit " + nk.Item.ID + "` starts from the handoff"}
-	case errors.Is(err, review.ErrUnchanged):
-		return &exitError{code: exitFailed, err: err}
 	}
 	return err
+}
+
+// mergeFlags returns the allow flags given, then the others flags names,
+// each once: the flags the next command needs.
+func mergeFlags(a review.Allow, flags []string) []string {
+	var out []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{a.Secret, "allow-secret"}, {a.Hidden, "allow-hidden"}, {a.Injection, "allow-injection"}} {
+		if f.on {
+			out = append(out, f.name)
+		}
+	}
+	for _, f := range flags {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // withProblems adds the problems to err's message, one an indented line,

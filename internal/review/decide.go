@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -400,6 +401,30 @@ func (s *session) named(it Item, data []byte) (string, string) {
 	return pr.Before, pr.Target
 }
 
+// lintError is the LintError of an edited text kept at file, whose
+// proposal pr (made with allow) has problems; its Flags are those of allow
+// and those pr needs, when flags alone would let it through.
+func lintError(it Item, pr *ingest.Proposal, file string, allow Allow) *LintError {
+	e := &LintError{Item: it, Problems: pr.Blocking, Kept: file}
+	if pr.NeedsEdit() {
+		return e
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{allow.Secret, "allow-secret"}, {allow.Hidden, "allow-hidden"}, {allow.Injection, "allow-injection"}} {
+		if f.on {
+			e.Flags = append(e.Flags, f.name)
+		}
+	}
+	for _, f := range pr.Flags() {
+		if !slices.Contains(e.Flags, f) {
+			e.Flags = append(e.Flags, f)
+		}
+	}
+	return e
+}
+
 // EditOptions are edit's flags. Editor opens the file at path for the
 // person and returns once they are done.
 type EditOptions struct {
@@ -481,7 +506,13 @@ func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, 
 		return nil, s.refuse(ctx, err)
 	}
 	if bytes.Equal(edited, data) {
-		return nil, s.refuse(ctx, fmt.Errorf("%w: nothing was applied and %s still waits (`handoff review accept %s` applies it as it is)", ErrUnchanged, it.ID, it.ID))
+		ue := &UnchangedError{Item: it}
+		// What accept would need to apply it as it is: the flags of the
+		// screens it fails, or an edit.
+		if pr, err := s.in.Inspect(it.src, data, ingest.Override{Workspace: true}); err == nil && !pr.OK() {
+			ue.Flags, ue.NeedsEdit = pr.Flags(), pr.NeedsEdit()
+		}
+		return nil, s.refuse(ctx, ue)
 	}
 	newSHA := sum(edited)
 	if known, err := s.led.HasContent(ctx, newSHA); err != nil || known {
@@ -498,14 +529,14 @@ func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, 
 	}
 	if !pr.OK() {
 		keep = true
-		return &Outcome{Item: it, Proposal: pr}, s.refuse(ctx, &LintError{Item: it, Problems: pr.Blocking, Kept: file})
+		return &Outcome{Item: it, Proposal: pr}, s.refuse(ctx, lintError(it, pr, file, eo.Allow))
 	}
 	d := s.decision(it, ledger.DecisionEdited, eo.Note)
 	d.NewSHA256 = newSHA
 	e, pr, err := s.in.Decide(ctx, ingest.Decision{Source: src, Data: edited, Override: eo.Allow.override(), Record: d, Edited: true})
 	if errors.Is(err, ingest.ErrBlocked) {
 		keep = true
-		return &Outcome{Item: it, Proposal: pr}, s.refuse(ctx, &LintError{Item: it, Problems: pr.Blocking, Kept: file})
+		return &Outcome{Item: it, Proposal: pr}, s.refuse(ctx, lintError(it, pr, file, eo.Allow))
 	}
 	if err != nil {
 		return nil, err

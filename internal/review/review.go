@@ -117,12 +117,40 @@ func (e *BlockedError) Error() string {
 	return fmt.Sprintf("%s cannot be accepted as it is: %s", e.Item.ID, strings.Join(ps, ", "))
 }
 
+// UnchangedError is an edit saved without a change (it wraps
+// ErrUnchanged): nothing was applied and the item still waits. Flags are
+// the flags `handoff review accept` needs to apply it as it is; NeedsEdit
+// says that no flag will do.
+type UnchangedError struct {
+	Item      Item
+	Flags     []string
+	NeedsEdit bool
+}
+
+func (e *UnchangedError) Error() string {
+	return fmt.Sprintf("%v: nothing was applied and %s still waits", ErrUnchanged, e.Item.ID)
+}
+
+func (e *UnchangedError) Unwrap() error { return ErrUnchanged }
+
+// AcceptCommand is the command line that accepts item id with flags.
+func AcceptCommand(id string, flags []string) string {
+	c := "handoff review accept " + id
+	for _, f := range flags {
+		c += " --" + f
+	}
+	return c
+}
+
 // LintError is an edited handoff with problems: it was not applied, and
 // the item still waits. The edited text is kept at Kept.
 type LintError struct {
 	Item     Item
 	Problems []ingest.Problem
 	Kept     string
+	// Flags are the flags that would let the kept text through, when
+	// flags alone would (its only problems are content screens).
+	Flags []string
 }
 
 func (e *LintError) Error() string {

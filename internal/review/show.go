@@ -107,6 +107,11 @@ func explain(it Item, pr *ingest.Proposal) (why, resolve string) {
 		why = "it is not a handoff (quarantined as malformed): " + it.ParseError
 	}
 	id := it.ID
+	// accept is the accept command with the flags it needs.
+	accept := "handoff review accept " + id
+	if pr != nil {
+		accept = AcceptCommand(id, pr.Flags())
+	}
 	switch {
 	case it.State != "waiting" && it.Decision != nil && it.Decision.State == ledger.DecisionStarted:
 		return why, "a decision was interrupted: the next `handoff review` command or `handoff sync` finishes it"
@@ -117,28 +122,28 @@ func explain(it Item, pr *ingest.Proposal) (why, resolve string) {
 	}
 	switch it.Reason {
 	case ingest.ReasonHashConflict:
-		resolve = "`handoff review accept " + id + "` applies it to the card as it is now, replacing the whole card (the diff below shows what that changes, lost lines included); `edit` to merge it first; `reject` to drop it"
+		resolve = "`" + accept + "` applies it to the card as it is now, replacing the whole card (the diff below shows what that changes, lost lines included); `edit` to merge it first; `reject` to drop it"
 	case ingest.ReasonCardExists:
-		resolve = "`handoff review accept " + id + "` replaces the existing card with the handoff's (the diff below); `edit` to merge the two; `reject` to keep the card as it is"
+		resolve = "`" + accept + "` replaces the existing card with the handoff's (the diff below); `edit` to merge the two; `reject` to keep the card as it is"
 	case ingest.ReasonCardMissing:
-		resolve = "`handoff review accept " + id + "` creates the card; `edit` to name another card; `reject` to drop it"
+		resolve = "`" + accept + "` creates the card; `edit` to name another card; `reject` to drop it"
 	case ingest.ReasonSecretLike:
-		resolve = "`handoff review edit " + id + "` to take the value out (and rotate it if it was real); `accept --allow-secret` if it is not a secret"
+		resolve = "`handoff review edit " + id + "` to take the value out (and rotate it if it was real); `" + accept + "` if it is not a secret"
 	case ingest.ReasonHiddenCharacters:
-		resolve = "`handoff review edit " + id + "` to remove them (they are shown as escapes below); `accept --allow-hidden` if they are meant"
+		resolve = "`handoff review edit " + id + "` to remove them (they are shown as escapes below); `" + accept + "` if they are meant"
 	case ingest.ReasonInjectionLike:
-		resolve = "the text reads like instructions to the agent that will read this memory: `handoff review edit " + id + "` to rewrite it as a plain note, `reject` it, or `accept --allow-injection` if it is meant"
+		resolve = "the text reads like instructions to the agent that will read this memory: `handoff review edit " + id + "` to rewrite it as a plain note, `reject` it, or `" + accept + "` if it is meant"
 	case ingest.ReasonNoTarget:
 		resolve = "it carries nothing to apply: `handoff review reject " + id + " --note TEXT` once read, or `edit` it to name a document"
 	case ingest.ReasonSymlink, ingest.ReasonNotRegular:
-		resolve = "the target in the workspace is a symlink or not a regular file: fix the workspace, then `handoff review accept " + id + "`; or `edit` / `reject` it"
+		resolve = "the target in the workspace is a symlink or not a regular file: fix the workspace, then `" + accept + "`; or `edit` / `reject` it"
 	default:
 		resolve = "it cannot be accepted as it is: `handoff review edit " + id + "` to fix it, or `handoff review reject " + id + " --note TEXT`"
 	}
 	if pr != nil && pr.OK() && !ingest.IsWorkspaceReason(it.Reason) && ingest.ScreenFlag(it.Reason) == "" {
 		// What stopped it is gone (the workspace was fixed): accept
 		// applies it as it is.
-		resolve = "what stopped it is gone now: `handoff review accept " + id + "` applies it; " + resolve
+		resolve = "what stopped it is gone now: `" + accept + "` applies it; " + resolve
 	}
 	return why, resolve
 }
