@@ -107,7 +107,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	}
 	log := slog.New(slog.NewMultiHandler(handlers...))
 
-	ident, unlock, err := setup.Lock(wsDir, opts.DryRun)
+	ident, unlock, err := setup.Lock(wsDir, opts.DryRun, lockWhat(opts.Hosts))
 	if err != nil {
 		return nil, err
 	}
@@ -544,6 +544,15 @@ func openSpool(dir, base string) (*spoolHandle, error) {
 		}
 		return upper.Close()
 	}}, nil
+}
+
+// lockWhat is what a sync writes into the lock file (setup.Holder).
+func lockWhat(hosts []string) string {
+	what := "sync"
+	for _, h := range hosts {
+		what += " --host " + h
+	}
+	return what
 }
 
 func newRunID(t time.Time) string {

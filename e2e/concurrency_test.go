@@ -203,16 +203,16 @@ func TestConcurrencyStaleLockAfterKill(t *testing.T) {
 			if code != -9 {
 				t.Fatalf("run with %s exited %d, want killed by SIGKILL:\n%s", fp, code, out)
 			}
-			pid, _ := os.ReadFile(filepath.Join(w.ws, ".handoff/lock"))
-			if strings.TrimSpace(string(pid)) == "" {
+			pid := lockPID(filepath.Join(w.ws, ".handoff/lock"))
+			if pid == "" {
 				t.Fatal("the killed run left no pid in the lock file; the test needs a stale lock file")
 			}
 			if !ccLockFree(t, w.ws) {
-				t.Fatalf("the lock is still held after its holder (pid %s) died", strings.TrimSpace(string(pid)))
+				t.Fatalf("the lock is still held after its holder (pid %s) died", pid)
 			}
 			code, out = w.sync()
 			if code != 0 {
-				t.Fatalf("run after a killed holder (stale pid %s) exited %d:\n%s", strings.TrimSpace(string(pid)), code, out)
+				t.Fatalf("run after a killed holder (stale pid %s) exited %d:\n%s", pid, code, out)
 			}
 			w.checkConverged(markers, mixedResults)
 			ccReceiptsOnce(t, w.ws)
@@ -279,7 +279,7 @@ func TestConcurrencyKilledWhileWorkerRuns(t *testing.T) {
 			t.Fatalf("first run never held the lock with a worker running:\n%s", firstOut.String())
 		}
 		time.Sleep(20 * time.Millisecond)
-		if pid, _ := os.ReadFile(filepath.Join(w.ws, ".handoff/lock")); strings.TrimSpace(string(pid)) != strconv.Itoa(first.Process.Pid) {
+		if lockPID(filepath.Join(w.ws, ".handoff/lock")) != strconv.Itoa(first.Process.Pid) {
 			continue
 		}
 		worker = ccChild(first.Process.Pid)

@@ -256,7 +256,7 @@ func TestDoctorDuringRun(t *testing.T) {
 	lockFile := filepath.Join(w.ws, ".handoff/lock")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if pid, _ := os.ReadFile(lockFile); strings.TrimSpace(string(pid)) == fmt.Sprint(sync.Process.Pid) {
+		if lockPID(lockFile) == fmt.Sprint(sync.Process.Pid) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -266,7 +266,7 @@ func TestDoctorDuringRun(t *testing.T) {
 	}
 	rep := decodeDoctor(t, runHandoff(t, env, "doctor", "--manifest", w.manifest, "--json", "--workspace", w.ws))
 	want := map[string]string{
-		"lock":   fmt.Sprintf("lock held by pid %d (a run is in progress)", sync.Process.Pid),
+		"lock":   fmt.Sprintf("lock held by `handoff sync` (pid %d) since ", sync.Process.Pid),
 		"ledger": "ledger passes integrity_check",
 	}
 	for _, c := range rep.Checks {

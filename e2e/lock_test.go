@@ -152,7 +152,7 @@ func TestOverlappingSyncExits75(t *testing.T) {
 	lockFile := filepath.Join(w.ws, ".handoff/lock")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if pid, _ := os.ReadFile(lockFile); strings.TrimSpace(string(pid)) == fmt.Sprint(first.Process.Pid) {
+		if lockPID(lockFile) == fmt.Sprint(first.Process.Pid) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -176,4 +176,12 @@ func TestOverlappingSyncExits75(t *testing.T) {
 		t.Fatalf("first run did not report the silent host:\n%s", firstOut.String())
 	}
 	w.checkConverged(markers, mixedResults)
+}
+
+// lockPID is the pid a run wrote into the lock file: its first line (the
+// command and the time follow).
+func lockPID(path string) string {
+	b, _ := os.ReadFile(path)
+	first, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSpace(first)
 }

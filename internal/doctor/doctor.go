@@ -264,8 +264,11 @@ func doctorWorkspace(ctx context.Context, ws string, opts Options, facts *ledger
 		check("lock", CheckOK, "lock free (no run has taken it yet)", "")
 	case !lk.Held:
 		check("lock", CheckOK, "lock free", "")
+	case lk.PID > 0 && setup.PIDAlive(lk.PID) && lk.Holder.Editing():
+		check("lock", CheckWarn, fmt.Sprintf("lock held by %s: a person's editor is open on a review item; the timer's syncs are skipped (exit 75) until it is closed", lk.Holder.Describe()),
+			"save and quit that editor (or quit without saving) to let the timer's syncs run again")
 	case lk.PID > 0 && setup.PIDAlive(lk.PID):
-		check("lock", CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress)", lk.PID), "")
+		check("lock", CheckOK, fmt.Sprintf("lock held by %s (a run is in progress; syncs started meanwhile, the timer's too, exit 75 and are skipped)", lk.Holder.Describe()), "")
 	case lk.PID > 0:
 		check("lock", CheckWarn, fmt.Sprintf("lock held, but pid %d named in it is not running", lk.PID),
 			fmt.Sprintf("a dry run (which does not write its pid) or a process the run started holds it: find the holder with `fuser -v %s`, and stop it if it is stuck; until then every sync exits 75", lockPath))

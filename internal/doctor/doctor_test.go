@@ -369,9 +369,20 @@ func TestDoctorLockAndPlans(t *testing.T) {
 
 	os.WriteFile(lockPath, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 	rep = e.doctor()
-	drWant(t, drOne(t, rep, "workspace", "lock"), doctor.CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress)", os.Getpid()))
+	drWant(t, drOne(t, rep, "workspace", "lock"), doctor.CheckOK, fmt.Sprintf("lock held by pid %d (a run is in progress", os.Getpid()))
 	drWant(t, drOne(t, rep, "workspace", "plans"), doctor.CheckOK, "1 plan(s) in progress")
 	drWant(t, drOne(t, rep, "workspace", "ledger"), doctor.CheckOK, "passes integrity_check")
+
+	// A person's `review edit` holds it while their editor is open: doctor
+	// names the command and says the timer's syncs are skipped.
+	os.WriteFile(lockPath, []byte(fmt.Sprintf("%d\nreview edit 092d1437c453\n%s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339))), 0o600)
+	rep = e.doctor()
+	c = drOne(t, rep, "workspace", "lock")
+	drWant(t, c, doctor.CheckWarn, fmt.Sprintf("lock held by `handoff review edit 092d1437c453` (pid %d) since ", os.Getpid()))
+	drWant(t, c, doctor.CheckWarn, "the timer's syncs are skipped (exit 75) until it is closed")
+	if !strings.Contains(c.Hint, "quit that editor") {
+		t.Errorf("editing lock hint %q", c.Hint)
+	}
 
 	dead := drDeadPid(t)
 	os.WriteFile(lockPath, []byte(strconv.Itoa(dead)+"\n"), 0o600)

@@ -123,7 +123,7 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ident, unlock, err := setup.Lock(ws, opts.DryRun)
+	ident, unlock, err := setup.Lock(ws, opts.DryRun, "import processed")
 	if err != nil {
 		return nil, err
 	}

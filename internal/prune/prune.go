@@ -107,7 +107,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, unlock, err := setup.Lock(wsDir, opts.DryRun)
+	_, unlock, err := setup.Lock(wsDir, opts.DryRun, "prune")
 	if err != nil {
 		return nil, err
 	}

@@ -71,9 +71,10 @@ type session struct {
 	closers []func()
 }
 
-// begin takes the workspace lock, opens the ledger, spool and ingester,
-// and finishes what a crashed run left.
-func begin(ctx context.Context, o Options) (*session, error) {
+// begin takes the workspace lock for what (the command, for the lock
+// file: "review edit 3f2a9c81d0e4"), opens the ledger, spool and
+// ingester, and finishes what a crashed run left.
+func begin(ctx context.Context, o Options, what string) (*session, error) {
 	o.fill()
 	ws := o.Workspace
 	if _, _, err := workspace.Check(ws); err != nil {
@@ -82,7 +83,7 @@ func begin(ctx context.Context, o Options) (*session, error) {
 	if _, err := os.Stat(filepath.Join(ws, layout.LedgerFile)); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("ledger %s: %w", filepath.Join(ws, layout.LedgerFile), ErrNoLedger)
 	}
-	id, unlock, err := setup.Lock(ws, false)
+	id, unlock, err := setup.Lock(ws, false, what)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +279,7 @@ func Accept(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcom
 	if a.DryRun {
 		return acceptDryRun(ctx, o, id, a)
 	}
-	s, err := begin(ctx, o)
+	s, err := begin(ctx, o, "review accept "+id)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +309,7 @@ func Accept(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcom
 // dry-run sync takes it (an existing lock file only), writing nothing.
 func acceptDryRun(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcome, error) {
 	o.fill()
-	_, unlock, err := setup.Lock(o.Workspace, true)
+	_, unlock, err := setup.Lock(o.Workspace, true, "review accept --dry-run")
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +359,7 @@ func acceptDryRun(ctx context.Context, o Options, id string, a AcceptOptions) (*
 // Reject takes a waiting item out of the review inbox (its draft goes; its
 // bytes stay in the spool) and records why. The note is required.
 func Reject(ctx context.Context, o Options, id, note string) (*Outcome, error) {
-	s, err := begin(ctx, o)
+	s, err := begin(ctx, o, "review reject "+id)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +453,7 @@ type EditOptions struct {
 // A later Edit may start from that kept text (Resume, or Offer), which
 // goes once its text is applied or kept anew.
 func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, error) {
-	s, err := begin(ctx, o)
+	s, err := begin(ctx, o, "review edit "+id)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func Init(ctx context.Context, dir string, now time.Time) (id workspace.Identity
 	if err != nil {
 		return workspace.Identity{}, false, fmt.Errorf("workspace %s: %w", dir, err)
 	}
-	unlock, err := lock(dir, false)
+	unlock, err := lock(dir, false, "init")
 	if err != nil {
 		return workspace.Identity{}, false, err
 	}
