@@ -111,6 +111,14 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if len(matches) == 0 {
+		if f, err := where.WorkspaceFile(ws, q); err == nil && f != nil {
+			hint := "it was written by hand, or before handoff took it over: `handoff where` knows what handoffs wrote"
+			if f.Kind == "card" {
+				hint += "; a handoff that updates it names this sha256 as its Expected card SHA256"
+			}
+			return &exitError{code: exitFailed, hint: hint,
+				err: fmt.Errorf("%s is a %s in the workspace that no handoff has written (sha256 %s, %d bytes)", safeText(f.Path), f.Kind, f.SHA256, f.Size)}
+		}
 		hint := "check the name (`handoff doctor` shows what waits in each inbox), or that a sync has run since it was written; files still waiting in an inbox are not in the ledger yet; a workspace path is looked up relative to the workspace (memory/cards/NAME.md, TOOLS.md)"
 		if !ledger.IsSHAPrefix(q) && isHex(q) {
 			hint += fmt.Sprintf("; a sha256 prefix needs at least %d hex digits", ledger.MinSHAPrefix)
@@ -171,8 +179,11 @@ func describeMatch(w io.Writer, m where.Match) {
 		line("result", "legacy: found archived in processed/ and recorded as ingested before by `handoff import processed`; never applied by handoff")
 	case m.Result == ingest.ResultReview:
 		line("result", "%s (%s)", m.Result, m.Reason)
-		if why := ingest.Reasons[m.Reason]; why != "" {
+		if why := ingest.Reasons[m.Reason]; why != "" && m.Waiting {
 			line("waits", "for a person: %s", why)
+		} else if why != "" {
+			// Decided (the decision lines below): it waited, no more.
+			line("why", "%s", why)
 		}
 	case m.Reason != "":
 		line("result", "%s (%s)", m.Result, m.Reason)

@@ -2,12 +2,18 @@ package where
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
@@ -76,6 +82,9 @@ type Match struct {
 	// record; empty for a workspace an earlier handoff made, until its
 	// next sync gives it one.
 	WorkspaceID string `json:"workspace_id"`
+	// Waiting says the handoff waits for a person: its result is review or
+	// malformed and no decision about it is done or under way.
+	Waiting bool `json:"waiting"`
 }
 
 // Decision is one person's decision in `handoff review`.
@@ -191,6 +200,9 @@ func Lookup(ctx context.Context, ws, query string) ([]Match, error) {
 	if err := addDecisions(ctx, v, out); err != nil {
 		return nil, err
 	}
+	for i := range out {
+		out[i].Waiting = waiting(out[i])
+	}
 	for _, r := range rejs {
 		out = append(out, Match{
 			Kind: Rejected, MatchedBy: ByName, Host: r.Host, Inbox: r.Inbox, Name: r.Name, Path: path.Join(r.Inbox, r.Name),
@@ -203,6 +215,88 @@ func Lookup(ctx context.Context, ws, query string) ([]Match, error) {
 		out[i].WorkspaceID = id.ID
 	}
 	return out, nil
+}
+
+// waiting reports whether m's handoff waits for a person: a review or
+// malformed result that no decision is done about or under way for (an
+// abandoned accept leaves it waiting).
+func waiting(m Match) bool {
+	if m.Result != receipts.ResultReview && m.Result != receipts.ResultMalformed {
+		return false
+	}
+	for _, d := range m.Decisions {
+		if d.State == ledger.DecisionDone || d.State == ledger.DecisionStarted {
+			return false
+		}
+	}
+	return true
+}
+
+// File is a file in the workspace, as `where` describes one no handoff
+// wrote.
+type File struct {
+	Path   string `json:"path"` // relative to the workspace, slash-separated
+	Kind   string `json:"kind"` // card | document | review draft | file
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// maxFile bounds what is read of a workspace file to hash it.
+const maxFile = 64 << 20
+
+// WorkspaceFile returns the regular file query names in the workspace
+// (as Lookup reads a workspace path), with its SHA-256, or nil when query
+// names none: not a path in the workspace, absent, not a regular file,
+// reached through a symlink, or larger than 64 MiB. It writes nothing.
+func WorkspaceFile(workspace, query string) (*File, error) {
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil, err
+	}
+	rel := workspacePath(ws, query)
+	if rel == "" {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, nil
+	}
+	defer root.Close()
+	// os.Root refuses a path that leaves the root; Lstat of each parent
+	// refuses one that passes through a symlink inside it.
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		if fi, err := root.Lstat(d); err != nil || !fi.IsDir() {
+			return nil, nil
+		}
+	}
+	fi, err := root.Lstat(rel)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxFile {
+		return nil, nil
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, maxFile+1))
+	if err != nil || n > maxFile {
+		return nil, nil
+	}
+	return &File{Path: rel, Kind: fileKind(rel), SHA256: hex.EncodeToString(h.Sum(nil)), Size: n}, nil
+}
+
+// fileKind names what a workspace path is to handoff.
+func fileKind(rel string) string {
+	switch {
+	case path.Dir(rel) == layout.CardsDir && strings.HasSuffix(rel, ".md"):
+		return "card"
+	case path.Dir(rel) == layout.ReviewDir:
+		return "review draft"
+	case ingest.IsAllowedDocument(rel):
+		return "document"
+	}
+	return "file"
 }
 
 // foundAt is where a source was found on its host: in its inbox, or for
