@@ -72,9 +72,11 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 		}
 	} else {
 		for _, ch := range rep.Checks {
-			fmt.Fprintf(c.g.stdout, "[%s] %s: %s\n", ch.Status, ch.Scope, ch.Message)
+			// A message or hint of several lines (an error as a host or a
+			// run stored it) stays inside its check's block, indented.
+			fmt.Fprintf(c.g.stdout, "[%s] %s: %s\n", ch.Status, ch.Scope, indentLines(ch.Message))
 			if ch.Status != doctor.CheckOK && ch.Hint != "" {
-				fmt.Fprintf(c.g.stdout, "  hint: %s\n", strings.ReplaceAll(ch.Hint, "\n", "\n  "))
+				fmt.Fprintf(c.g.stdout, "  hint: %s\n", indentLines(ch.Hint))
 			}
 		}
 	}
@@ -82,4 +84,9 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 		return silent(exitFailed)
 	}
 	return nil
+}
+
+// indentLines indents every line of s but the first by two spaces.
+func indentLines(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }

@@ -409,16 +409,22 @@ func doctorReceipt(ws string, opts Options) Check {
 	case receipts.OutcomeOK:
 	case receipts.OutcomePartial:
 		worse(CheckWarn)
-		if fh := failedHosts(r); fh != "" {
-			c.Message += " (" + fh + ")"
+		if why := partialReasons(r); why != "" {
+			c.Message += " (" + why + ")"
 		}
 		hints = append(hints, "see the host checks below and "+filepath.Join(ws, layout.ReceiptsDir, "latest.log"))
 	default:
 		worse(CheckFail)
+		own := ""
 		if r.Error != "" {
-			c.Message += ": " + r.Error
-		} else if fh := failedHosts(r); fh != "" {
+			var msg string
+			msg, own = splitHint(r.Error)
+			c.Message += ": " + msg
+		} else if fh := partialReasons(r); fh != "" {
 			c.Message += " (" + fh + ")"
+		}
+		if own != "" {
+			hints = append(hints, own)
 		}
 		hints = append(hints, "see "+filepath.Join(ws, layout.ReceiptsDir, "latest.log")+" and the host checks below")
 	}
@@ -440,16 +446,25 @@ func timerHint(every time.Duration) string {
 	return fmt.Sprintf("the timer may not be running: check `systemctl --user status %s.timer` or your cron line (pass --every if it runs less often than every %s)", TimerUnit, every)
 }
 
-// failedHosts names what made a run not ok: hosts that failed or were
-// partial, and mirrors that failed or were interrupted.
-func failedHosts(r *receipts.Receipt) string {
-	var failed, partial, mirrors []string
+// partialReasons says what made a run partial or failed, as its receipt
+// tells it: hosts that failed, hosts partial (an inbox's handoffs stored
+// but not archived), hosts with an inbox that could not be listed, and
+// mirrors that failed or were interrupted ("failed: laptop; inbox not
+// listed: vps"). "" when the receipt names none.
+func partialReasons(r *receipts.Receipt) string {
+	var failed, partial, unlisted, mirrors []string
 	for _, h := range r.Hosts {
 		switch h.Outcome {
 		case receipts.HostError:
 			failed = append(failed, h.Name)
 		case receipts.HostPartial:
 			partial = append(partial, h.Name)
+		}
+		for _, in := range h.Inboxes {
+			if in.State == receipts.InboxError && h.Outcome != receipts.HostPartial {
+				unlisted = append(unlisted, h.Name)
+				break
+			}
 		}
 		if m := h.Mirror; m != nil && m.Outcome == mirror.OutcomeError {
 			if m.Interrupted {
@@ -461,11 +476,11 @@ func failedHosts(r *receipts.Receipt) string {
 	}
 	var parts []string
 	for _, p := range []struct {
-		what  string
-		hosts []string
-	}{{"failed", failed}, {"partial", partial}, {"mirror failed", mirrors}} {
-		if len(p.hosts) > 0 {
-			parts = append(parts, p.what+": "+strings.Join(p.hosts, ", "))
+		label string
+		names []string
+	}{{"failed", failed}, {"partial", partial}, {"inbox not listed", unlisted}, {"mirror failed", mirrors}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.label+": "+strings.Join(p.names, ", "))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -556,15 +571,20 @@ func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts Options,
 	return out
 }
 
-func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts *ledgerFacts) []Check {
+func withScope(c Check, scope string) Check {
+	c.Scope = scope
+	return c
+}
+
+func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts *ledgerFacts) (out []Check) {
 	scope := "host " + h.Name
-	var out []Check
 	check := func(c Check) {
 		c.Scope = scope
 		out = append(out, c)
 	}
 	if h.Mirror != nil {
-		check(doctorMirror(opts.workspace, h, opts))
+		// Last: its hints point at the host's checks above.
+		defer func() { out = append(out, withScope(doctorMirror(opts.workspace, h, opts), scope)) }()
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()

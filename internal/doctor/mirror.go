@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
@@ -36,9 +37,13 @@ func doctorMirror(ws string, h manifest.HostConfig, opts Options) Check {
 			h.Mirror.Path, last.Generation, len(last.Sent), len(last.Removed))
 		c.Hint = fmt.Sprintf("run `handoff sync --host %s`: it finishes the publish (docs/mirror.md, \"Interrupted publishes\")", h.Name)
 	case last != nil && last.Outcome == mirror.OutcomeError:
+		msg, own := splitHint(last.Error)
 		c.Status = CheckWarn
-		c.Message = fmt.Sprintf("the last run could not publish the mirror at %s: %s", h.Mirror.Path, last.Error)
+		c.Message = fmt.Sprintf("the last run could not publish the mirror at %s: %s", h.Mirror.Path, msg)
 		c.Hint = fmt.Sprintf("fix what the error names on %s (docs/mirror.md, \"Refusals\"), then run `handoff sync --host %s`", h.Name, h.Name)
+		if own != "" {
+			c.Hint = own + "; then run `handoff sync --host " + h.Name + "`"
+		}
 	case st.Generation == 0:
 		c.Status = CheckWarn
 		c.Message = fmt.Sprintf("the mirror at %s has not been published yet", h.Mirror.Path)
@@ -46,10 +51,34 @@ func doctorMirror(ws string, h manifest.HostConfig, opts Options) Check {
 	default:
 		c.Message = fmt.Sprintf("mirror %s: generation %d, last changed %s ago", st.Dir, st.Generation, roundAge(opts.Now().Sub(st.PublishedAt)))
 		if last != nil && last.Outcome == mirror.OutcomeSkipped {
+			// The mirror check comes last among the host's, after the
+			// workspace's: what made the run skip it is above.
+			msg, own := splitHint(last.Error)
 			c.Status = CheckWarn
-			c.Message += "; the last run skipped it: " + last.Error
-			c.Hint = fmt.Sprintf("see `handoff doctor` for %s above, then run `handoff sync --host %s`", h.Name, h.Name)
+			c.Message += "; the last run skipped it: " + msg
+			switch {
+			case own != "":
+				c.Hint = own + "; then run `handoff sync --host " + h.Name + "`"
+			case strings.HasPrefix(last.Error, "ingest failed"):
+				c.Hint = fmt.Sprintf("see the workspace's last-run check above, then run `handoff sync --host %s`", h.Name)
+			default:
+				c.Hint = fmt.Sprintf("see the checks of host %s above, then run `handoff sync --host %s`", h.Name, h.Name)
+			}
 		}
 	}
 	return c
+}
+
+// splitHint splits an error a run stored (a receipt's) into its message,
+// on one line, and the hint it carried ("…\nhint: …"), if any, so that
+// a check prints the hint as its own.
+func splitHint(stored string) (msg, hint string) {
+	msg = stored
+	for _, sep := range []string{"\nhint: ", "; hint: "} {
+		if m, h, ok := strings.Cut(stored, sep); ok {
+			msg, hint = m, strings.ReplaceAll(strings.TrimSpace(h), "\n", " ")
+			break
+		}
+	}
+	return strings.ReplaceAll(msg, "\n", "; "), hint
 }
