@@ -508,7 +508,7 @@ func (h *Handoff) validateCard() []Problem {
 		}
 	}
 	if h.Action == ActionUpdateCard && !sha256RE.MatchString(c.ExpectedSHA256) {
-		ps = append(ps, problemf(ReasonMissingExpectedSHA, SectionExpectedSHA, "update-card needs an %q section holding the 64 hex digit sha256 of the card as you last saw it (sha256sum memory/cards/NAME.md)", "## Expected card SHA256"))
+		ps = append(ps, problemf(ReasonMissingExpectedSHA, SectionExpectedSHA, "update-card needs an %q section holding the 64 hex digit sha256 of the card as you last read it (on a writer host, its line in SHA256SUMS in the mirror)", "## Expected card SHA256"))
 	}
 	return ps
 }

@@ -64,7 +64,7 @@ tags: ["<FILL: one tag>"]
 		return head + "## Recommended memory action\ncreate-card\n\n" + card + tail, nil
 	case TemplateUpdate:
 		return head + "## Recommended memory action\nupdate-card\n\n" +
-			"## Expected card SHA256\n<FILL: the card's SHA-256 as you last saw it: sha256sum memory/cards/NAME.md>\n\n" +
+			"## Expected card SHA256\n<FILL: the card's SHA-256 as you last read it: its line in SHA256SUMS in this host's mirror (HANDOFF.md there says where)>\n\n" +
 			card + tail, nil
 	case TemplateDocument:
 		return head + `## Recommended memory action
