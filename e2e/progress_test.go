@@ -109,7 +109,7 @@ func TestTableOnTerminal(t *testing.T) {
 		t.Fatalf("exit %d:\n%q", code, out)
 	}
 	sum := summaryRE.FindStringIndex(out)
-	head := regexp.MustCompile(`(?m)^HOST +NAME +RESULT +REASON +TARGET$`).FindStringIndex(out)
+	head := regexp.MustCompile(`(?m)^HOST +NAME +RESULT +REASON +WORKSPACE PATH$`).FindStringIndex(out)
 	if sum == nil || head == nil || head[0] < sum[1] {
 		t.Fatalf("no table after the summary:\n%s", out)
 	}

@@ -31,8 +31,8 @@ func isTerminal(w io.Writer) bool {
 
 // printRunTable prints, after the summary, why handoffs were deferred, a
 // table of what this run decided (host when there are several, name,
-// result, reason, target) bounded to maxTableRows, a line per mirrored
-// host, and the receipt's path.
+// result, reason, the path it wrote in the workspace) bounded to
+// maxTableRows, a line per mirrored host, and the receipt's path.
 // Every line of a dry run starts with "[dry-run] ".
 func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Receipt) {
 	prefix := ""
@@ -51,19 +51,18 @@ func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Rec
 		fmt.Fprintln(w, strings.TrimRight(prefix, " "))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		if withHost {
-			fmt.Fprintf(tw, "%sHOST\tNAME\tRESULT\tREASON\tTARGET\n", prefix)
+			fmt.Fprintf(tw, "%sHOST\tNAME\tRESULT\tREASON\tWORKSPACE PATH\n", prefix)
 		} else {
-			fmt.Fprintf(tw, "%sNAME\tRESULT\tREASON\tTARGET\n", prefix)
+			fmt.Fprintf(tw, "%sNAME\tRESULT\tREASON\tWORKSPACE PATH\n", prefix)
 		}
 		for i, h := range r.Handoffs {
 			if i == maxTableRows {
 				break
 			}
-			target := h.Target
-			if target == "" {
-				target = h.ArchivedAs
-			}
-			row := []string{safeText(h.Name), h.Result, dash(h.Reason), dash(safeText(target))}
+			// One kind of path: what the run wrote in the workspace (card,
+			// document, review draft); where a host's copy was archived is
+			// in the receipt.
+			row := []string{safeText(h.Name), h.Result, dash(h.Reason), dash(safeText(h.Target))}
 			if withHost {
 				row = append([]string{safeText(h.Host)}, row...)
 			}
