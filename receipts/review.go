@@ -14,12 +14,16 @@ const (
 	DecisionAccepted = "accepted"
 	DecisionEdited   = "edited"
 	DecisionRejected = "rejected"
+	// DecisionSuperseded: another version of the same handoff (a rewrite
+	// at the same inbox path) was accepted or edited; this one waits no
+	// more, and its bytes stay as a rejected one's do.
+	DecisionSuperseded = "superseded"
 )
 
 // Decision is a person's decision about a handoff that waited for review,
 // on the handoff entry it concerns.
 type Decision struct {
-	// Decision is accepted, edited or rejected.
+	// Decision is accepted, edited, rejected or superseded.
 	Decision string `json:"decision"`
 	// By is who decided, as $USER@host; At when.
 	By   string    `json:"by"`

@@ -293,13 +293,49 @@ func (c *reviewCmd) list(cmd *cobra.Command, _ []string) error {
 		if it.Action == "" && it.Target == "" && what != "(malformed)" {
 			what = "-"
 		}
+		if n := len(it.Versions) + 1; n > 1 {
+			title = fmt.Sprintf("[version %d of %d] %s", versionIndex(its, it), n, title)
+		}
 		line := strings.Join([]string{it.ID, ageOf(now, it.Since), it.Reason, review.SafeLine(it.Host), review.SafeLine(what), review.SafeLine(clipText(title, 60))}, "\t")
 		if c.all {
 			line += "\t" + stateOf(it)
 		}
 		fmt.Fprintln(tw, line)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	said := map[string]bool{}
+	for _, it := range its {
+		if len(it.Versions) == 0 || said[it.ID] {
+			continue
+		}
+		ids := []string{it.ID}
+		for _, v := range it.Versions {
+			ids = append(ids, v.ID)
+			said[v.ID] = true
+		}
+		fmt.Fprintf(c.g.stdout, "%s from %s was rewritten in place: %d versions (%s) are one item; accepting or editing one records the others that wait as superseded\n",
+			review.SafeLine(it.Name), review.SafeLine(it.Host), len(ids), strings.Join(ids, ", "))
+	}
+	return nil
+}
+
+// versionIndex is it's place (from 1) among its versions in its, which
+// come oldest first.
+func versionIndex(its []review.Item, it review.Item) int {
+	n := 1
+	for _, o := range its {
+		if o.ID == it.ID {
+			return n
+		}
+		for _, v := range it.Versions {
+			if o.ID == v.ID {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func stateOf(it review.Item) string {
@@ -418,6 +454,23 @@ func (c *reviewCmd) show(cmd *cobra.Command, args []string) error {
 		}
 		fmt.Fprint(w, review.Safe(d.Diff))
 	}
+	if e := d.Earlier; e != nil {
+		fmt.Fprintf(w, "\nA revision: its writer rewrote %s after version %s, which was %s", review.SafeLine(it.Name), e.ID, e.Result)
+		switch e.Result {
+		case receipts.ResultPromoted:
+			fmt.Fprintf(w, ": it already wrote %s (to sha256 %s)", review.SafeLine(e.Target), e.After)
+		case receipts.ResultRouted:
+			fmt.Fprintf(w, ": it already appended its text to the end of %s (then sha256 %s)", review.SafeLine(e.Target), e.After)
+		}
+		fmt.Fprintln(w, ".")
+		for _, x := range it.Versions {
+			fmt.Fprintf(w, "Another version waits too: %s (%s); accepting or editing one records the others as superseded.\n", x.ID, x.State)
+		}
+		if e.Diff != "" {
+			fmt.Fprintln(w, "What the revision changed:")
+			fmt.Fprint(w, review.Safe(e.Diff))
+		}
+	}
 	fmt.Fprintf(w, "\nThe handoff, exact bytes (control and invisible characters shown as escapes):\n")
 	text := review.Safe(string(d.Data))
 	for _, l := range strings.SplitAfter(strings.TrimSuffix(text, "\n"), "\n") {
@@ -467,8 +520,10 @@ func (c *reviewCmd) showJSON(d *review.Detail) error {
 		Diff      string            `json:"diff"`
 		Content   string            `json:"content"`
 		Decisions []review.Decision `json:"decisions"`
+		Earlier   *review.Earlier   `json:"earlier,omitempty"`
 	}{Item: d.Item, Why: d.Why, Resolve: d.Resolve, Problems: []problem{}, Needs: []string{}, NeedsEdit: pr.NeedsEdit(),
-		Target: pr.Target, Before: pr.Before, After: pr.After, Diff: d.Diff, Content: string(d.Data), Decisions: d.Decisions}
+		Target: pr.Target, Before: pr.Before, After: pr.After, Diff: d.Diff, Content: string(d.Data), Decisions: d.Decisions,
+		Earlier: d.Earlier}
 	for _, p := range pr.Problems {
 		out.Problems = append(out.Problems, problem{p.Reason, p.Field, p.Message})
 	}
@@ -519,6 +574,9 @@ func (c *reviewCmd) applied(w io.Writer, verb string, out *review.Outcome) error
 		what += " into " + out.Edited[:12]
 	}
 	fmt.Fprintf(w, "%s: %s %s (%s)\n", what, e.Result, e.Target, hashes(e.BeforeSHA256, e.AfterSHA256))
+	for _, id := range out.Superseded {
+		fmt.Fprintf(w, "%s, another version of it, waits no more: recorded as superseded (its bytes stay; `handoff review show %s`)\n", id, id)
+	}
 	if out.Receipt != "" {
 		fmt.Fprintf(w, "receipt: %s\n", out.Receipt)
 	}

@@ -51,6 +51,10 @@ const (
 	DecisionAccepted = "accepted"
 	DecisionEdited   = "edited"
 	DecisionRejected = "rejected"
+	// DecisionSuperseded: another version of the same handoff (the same
+	// host, inbox and file name) was accepted or edited, and this one
+	// waits no more. Done at once, like a reject; its bytes stay.
+	DecisionSuperseded = "superseded"
 )
 
 // Decision states. A decision that applies something (accept, edit) is

@@ -115,3 +115,8 @@ func (l *Ledger) Earlier(ctx context.Context, srcs []SourceRow) (map[int64]Versi
 	}
 	return out, nil
 }
+
+// Versions is Ledger.Versions on a read-only view.
+func (v *View) Versions(ctx context.Context, keys []NameKey) (map[NameKey][]Version, error) {
+	return v.l.Versions(ctx, keys)
+}

@@ -110,7 +110,7 @@ func heldForReview(ctx context.Context, l *ledger.Ledger, cutoff time.Time) (map
 			case d.State == ledger.DecisionAbandoned:
 			case d.State == ledger.DecisionStarted:
 				held[d.SHA256] = true
-			case d.Decision == ledger.DecisionRejected:
+			case d.Decision == ledger.DecisionRejected, d.Decision == ledger.DecisionSuperseded:
 				held[d.SHA256] = !d.At.Before(cutoff)
 			default:
 				held[d.SHA256] = false // accepted or edited: nothing waits

@@ -52,6 +52,9 @@ type Outcome struct {
 	Diff string
 	// Recovered are the entries of what a crashed run left, finished first.
 	Recovered []receipts.Handoff
+	// Superseded are the other versions of the item that waited and are
+	// now recorded as superseded by this decision.
+	Superseded []string
 	// Receipt is the receipt written, if any.
 	Receipt string
 }
@@ -299,10 +302,51 @@ func Accept(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcom
 	out := &Outcome{Item: it, Proposal: pr, Entry: entryOf(e)}
 	out.Entry.Decision = s.receiptDecision(d)
 	s.entries = append(s.entries, out.Entry)
+	if out.Superseded, err = s.supersede(ctx, it, "accepted"); err != nil {
+		return out, s.refuse(ctx, err)
+	}
 	if err := s.finish(ctx, out); err != nil {
 		return out, err
 	}
 	return out, nil
+}
+
+// supersede records every other version of it that still waits as
+// superseded by it (decided how), and returns their ids. It runs once
+// it's decision is recorded; a crash in between leaves them waiting, to
+// be decided on their own.
+func (s *session) supersede(ctx context.Context, it Item, how string) ([]string, error) {
+	var ids []string
+	for _, v := range it.Versions {
+		if v.State != "waiting" {
+			continue
+		}
+		other, err := s.item(ctx, v.ID)
+		if err != nil {
+			return ids, err
+		}
+		if other.State != "waiting" {
+			continue
+		}
+		data, err := s.bytes(other)
+		if err != nil {
+			return ids, err
+		}
+		if err := s.keep(other, data); err != nil {
+			return ids, err
+		}
+		before, target := s.named(other, data)
+		d := s.decision(other, ledger.DecisionSuperseded, fmt.Sprintf("superseded by %s (%s)", it.ID, how))
+		d.Result, d.Reason, d.Target, d.Before = other.Result, other.Reason, target, before
+		if err := s.led.StartDecision(ctx, d, nil, nil); err != nil {
+			return ids, err
+		}
+		e := itemEntry(other, before)
+		e.Decision = s.receiptDecision(d)
+		s.entries = append(s.entries, e)
+		ids = append(ids, other.ID)
+	}
+	return ids, nil
 }
 
 // acceptDryRun inspects what accept would do, under the lock taken as a
@@ -551,5 +595,8 @@ func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, 
 	rd.Draft, rd.OriginalSHA256, rd.WaitedAs, rd.Reason = "", it.SHA256, "", ""
 	out.Entry.Decision = rd
 	s.entries = append(s.entries, orig, out.Entry)
+	if out.Superseded, err = s.supersede(ctx, it, "edited"); err != nil {
+		return out, s.refuse(ctx, err)
+	}
 	return out, s.finish(ctx, out)
 }

@@ -232,8 +232,20 @@ type Item struct {
 	StoredAt time.Time `json:"stored_at"`
 	// Decision is the latest decision about it, if any.
 	Decision *Decision `json:"decision,omitempty"`
+	// Versions are the other items with its host, inbox and file name
+	// (its writer rewrote it in place: revisions), oldest first: one item's
+	// versions, each decided on its own. Accepting or editing one records
+	// the others that still wait as superseded.
+	Versions []VersionRef `json:"versions,omitempty"`
 
 	src ledger.SourceRow
+}
+
+// VersionRef names another version of an item.
+type VersionRef struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Reason string `json:"reason"`
 }
 
 // Decision is a person's decision about an item, as the ledger keeps it.
@@ -327,7 +339,28 @@ func items(ctx context.Context, r reader, ws string, all bool) ([]Item, error) {
 		}
 		out = append(out, it)
 	}
+	linkVersions(out)
 	return out, nil
+}
+
+// linkVersions gives each item the others of its host, inbox and name.
+func linkVersions(its []Item) {
+	byKey := map[ledger.NameKey][]int{}
+	for i, it := range its {
+		byKey[it.src.Key()] = append(byKey[it.src.Key()], i)
+	}
+	for _, idx := range byKey {
+		if len(idx) < 2 {
+			continue
+		}
+		for _, i := range idx {
+			for _, j := range idx {
+				if i != j {
+					its[i].Versions = append(its[i].Versions, VersionRef{ID: its[j].ID, State: its[j].State, Reason: its[j].Reason})
+				}
+			}
+		}
+	}
 }
 
 // describe fills in what the bytes say: title, action, target, or the

@@ -33,6 +33,26 @@ type Detail struct {
 	// Decisions are every decision about it, oldest first (abandoned ones
 	// too).
 	Decisions []Decision
+	// Earlier is, for a revision (reason revised), the version it
+	// revises: what became of it and the diff from its bytes to these.
+	Earlier *Earlier
+}
+
+// Earlier is the version a revision revises.
+type Earlier struct {
+	ID     string `json:"id"`
+	SHA256 string `json:"sha256"`
+	// Result, Reason, Action and Target are what became of it: promoted
+	// or routed to Target (what it already wrote there), review, ...
+	Result string `json:"result"`
+	Reason string `json:"reason"`
+	Action string `json:"action"`
+	Target string `json:"target"`
+	// After is the target's hash once it was applied.
+	After string `json:"after_sha256,omitempty"`
+	// Diff is the unified diff from its bytes to the revision's; "" when
+	// its bytes are no longer in the spool.
+	Diff string `json:"diff"`
 }
 
 // Show returns one item (waiting or decided) with its bytes, why it waits
@@ -74,6 +94,9 @@ func Show(ctx context.Context, ws, id string) (*Detail, error) {
 		if pr.Kind == "card" {
 			d.Lost = lostLines(pr.Current, pr.Next)
 		}
+	}
+	if d.Earlier, err = earlier(ctx, v, b, it, data); err != nil {
+		return nil, err
 	}
 	ds, err := v.DecisionsFor(ctx, []string{it.SHA256})
 	if err != nil {
@@ -146,4 +169,28 @@ func explain(it Item, pr *ingest.Proposal) (why, resolve string) {
 		resolve = "what stopped it is gone now: `" + accept + "` applies it; " + resolve
 	}
 	return why, resolve
+}
+
+// earlier finds the version it revises, when it is one: the newest
+// version of its host, inbox and name stored before it with other bytes.
+func earlier(ctx context.Context, v *ledger.View, b *bytesReader, it Item, data []byte) (*Earlier, error) {
+	vs, err := v.Versions(ctx, []ledger.NameKey{it.src.Key()})
+	if err != nil {
+		return nil, err
+	}
+	var e *Earlier
+	for _, x := range vs[it.src.Key()] {
+		if x.SourceID < it.src.ID && x.SHA256 != it.SHA256 {
+			e = &Earlier{ID: x.SHA256[:12], SHA256: x.SHA256, Result: x.Result, Reason: x.Reason, Action: x.Action, Target: x.Target, After: x.After}
+		}
+	}
+	if e == nil {
+		return nil, nil
+	}
+	if b.spool != nil {
+		if old, err := b.spool.Get(e.SHA256); err == nil {
+			e.Diff = UnifiedDiff(it.Name+" (the earlier version, "+e.ID+")", it.Name+" (this revision, "+it.ID+")", old, data)
+		}
+	}
+	return e, nil
 }
