@@ -33,8 +33,11 @@ type Inbox struct {
 	Err        error
 	Candidates []transport.FileInfo // plain *.md names not tracked by git
 	Tracked    int
-	Ignored    []string // quoted names that are not plain *.md names, at most MaxIgnored
-	IgnoredN   int      // how many names were ignored in all
+	// TrackedNames are the first MaxIgnored of the names the repository's
+	// git index tracks, which are skipped (doctor names them).
+	TrackedNames []string
+	Ignored      []string // quoted names that are not plain *.md names, at most MaxIgnored
+	IgnoredN     int      // how many names were ignored in all
 	// ArchiveDirs are the entries named ProcessedDir and MalformedDir the
 	// inbox's listing holds (a name not in it was not there); nil when
 	// the inbox was not listed.
@@ -307,6 +310,9 @@ func (d *discovery) fill(in *Inbox) {
 	for _, c := range li.cands {
 		if tr.set[rel+"/"+c.Name] {
 			in.Tracked++
+			if len(in.TrackedNames) < MaxIgnored {
+				in.TrackedNames = append(in.TrackedNames, c.Name)
+			}
 			continue
 		}
 		in.Candidates = append(in.Candidates, c)

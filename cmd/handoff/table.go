@@ -32,7 +32,8 @@ func isTerminal(w io.Writer) bool {
 // printRunTable prints, after the summary, why handoffs were deferred, a
 // table of what this run decided (host when there are several, name,
 // result, reason, the path it wrote in the workspace) bounded to
-// maxTableRows, a line per mirrored host, and the receipt's path.
+// maxTableRows, a line per inbox whose handoffs git tracks, a line per
+// mirrored host, and the receipt's path.
 // Every line of a dry run starts with "[dry-run] ".
 func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Receipt) {
 	prefix := ""
@@ -71,6 +72,14 @@ func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Rec
 		tw.Flush()
 		if n := len(r.Handoffs) - maxTableRows; n > 0 {
 			fmt.Fprintf(w, "%s… and %d more, see the receipt\n", prefix, n)
+		}
+	}
+	for _, h := range r.Hosts {
+		for _, in := range h.Inboxes {
+			if in.Tracked > 0 {
+				fmt.Fprintf(w, "%sInbox %s:%s: tracked %d (committed to git, so never collected; `handoff doctor` says how to fix it)\n",
+					prefix, safeText(h.Name), safeText(in.Path), in.Tracked)
+			}
 		}
 	}
 	for _, h := range r.Hosts {

@@ -773,7 +773,15 @@ func doctorInbox(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 		}
 	}
 	if st.Tracked > 0 {
-		msg += fmt.Sprintf(", %d tracked by git (skipped)", st.Tracked)
+		// Committed handoffs are the repository's files: never collected.
+		c.Status = CheckWarn
+		list := strings.Join(in.TrackedNames[:min(len(in.TrackedNames), maxRejectedListed)], ", ")
+		if st.Tracked > min(len(in.TrackedNames), maxRejectedListed) {
+			list += fmt.Sprintf(", … (%d more)", st.Tracked-min(len(in.TrackedNames), maxRejectedListed))
+		}
+		probs = append(probs, fmt.Sprintf("%d handoff(s) tracked by git, so never collected: %s", st.Tracked, list))
+		rel := strings.TrimPrefix(in.Path, in.Repo+"/")
+		hints = append(hints, fmt.Sprintf("handoffs are not to be committed: in %s run `git rm --cached %s/*.md` (the files stay, and the next sync collects them) and add the line `%s/` to its .gitignore", in.Repo, rel, rel))
 	}
 	msg += fmt.Sprintf(", %d processed, %d malformed", st.Processed, st.Malformed)
 	if st.RejectedCount > 0 {
