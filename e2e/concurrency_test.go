@@ -21,7 +21,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/handoff-sync/handoff/internal/failpoint"
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/receipts"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 )
 
 // doctorReport is `handoff doctor --json` as a script reads it.

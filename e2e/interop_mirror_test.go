@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
 )

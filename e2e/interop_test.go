@@ -1,8 +1,8 @@
 package e2e
 
 // Interoperability (issue 12): the same sync against SFTP servers other
-// than plain OpenSSH, all on 127.0.0.1 (internal/sshdtest): Green End's
-// gesftpserver behind OpenSSH, ProFTPD's mod_sftp, Dropbear with
+// than plain OpenSSH, all on 127.0.0.1 (internal/testkit/sshdtest): Green
+// End's gesftpserver behind OpenSSH, ProFTPD's mod_sftp, Dropbear with
 // OpenSSH's sftp-server, OpenSSH chrooted with ForceCommand internal-sftp,
 // and AsyncSSH. Plain OpenSSH runs the same scenario as the baseline.
 
@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/receipts"
 )
 

@@ -43,7 +43,7 @@ import (
 
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/faultproxy"
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/receipts"
 )
 

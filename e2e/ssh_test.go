@@ -1,8 +1,9 @@
 package e2e
 
-// End-to-end tests against real OpenSSH servers (internal/sshdtest). Each
-// server serves the real file system, so a "remote" host's tree is a local
-// temporary directory that the binary reaches over SFTP by absolute path.
+// End-to-end tests against real OpenSSH servers
+// (internal/testkit/sshdtest). Each server serves the real file system, so
+// a "remote" host's tree is a local temporary directory that the binary
+// reaches over SFTP by absolute path.
 // The child's HOME is a fresh directory, so no ~/.ssh/config, ssh-agent or
 // known_hosts of the person running the tests takes part.
 
@@ -28,8 +29,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/handoff-sync/handoff/internal/failpoint"
-	"github.com/handoff-sync/handoff/internal/sshdtest"
 	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/receipts"
 )
 

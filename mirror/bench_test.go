@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	sshfs "github.com/handoff-sync/handoff/transport/ssh"
 )
 

@@ -32,8 +32,8 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
 	"github.com/handoff-sync/handoff/internal/sshserve"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 )
 
 // Engine serves one SFTP session. ctx ends when the session's channel

@@ -12,8 +12,8 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
 	"github.com/handoff-sync/handoff/internal/sshserve"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 )
 
 func newSigner(t *testing.T) ssh.Signer {

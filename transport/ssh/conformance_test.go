@@ -3,7 +3,7 @@ package ssh
 import (
 	"testing"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/transport"
 	"github.com/handoff-sync/handoff/transport/transporttest"
 )

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/transport"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 )
 
 // Invariant: a private key that group or others may read is never

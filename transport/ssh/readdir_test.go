@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/hostile"
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 )
 
 // Invariant: listings that run at once on one FS each get their own

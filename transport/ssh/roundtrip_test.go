@@ -19,7 +19,7 @@ import (
 
 	"github.com/pkg/sftp"
 
-	"github.com/handoff-sync/handoff/internal/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/transport"
 )
 
