@@ -1,12 +1,13 @@
 package e2e
 
 // Hostile-host tests: the built binary syncs a manifest with one healthy
-// local host and one SSH host served by internal/hostile, whose SFTP server
-// lies (names, sizes, file types, data, renames, malformed packets). Each
-// case runs `handoff sync --manifest M --json -v --log-format json` (the
-// terminal case runs it bare), with HOME, XDG_CONFIG_HOME and TMPDIR inside
-// the case's temporary root and no ssh-agent, so the pull of the hostile
-// host goes through the real SSH transport inside a worker process.
+// local host and one SSH host served by internal/testkit/hostile, whose
+// SFTP server lies (names, sizes, file types, data, renames, malformed
+// packets). Each case runs
+// `handoff sync --manifest M --json -v --log-format json` (the terminal
+// case runs it bare), with HOME, XDG_CONFIG_HOME and TMPDIR inside the
+// case's temporary root and no ssh-agent, so the pull of the hostile host
+// goes through the real SSH transport inside a worker process.
 //
 // Invariants every case asserts (SPEC.md "Isolation"):
 //   - nothing is written outside the workspace: the temporary root, minus
@@ -55,7 +56,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/handoff-sync/handoff/claim"
-	"github.com/handoff-sync/handoff/internal/hostile"
+	"github.com/handoff-sync/handoff/internal/testkit/hostile"
 	"github.com/handoff-sync/handoff/receipts"
 )
 

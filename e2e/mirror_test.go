@@ -17,7 +17,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/failpoint"
-	"github.com/handoff-sync/handoff/internal/hostile"
+	"github.com/handoff-sync/handoff/internal/testkit/hostile"
 	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/hostile"
+	"github.com/handoff-sync/handoff/internal/testkit/hostile"
 	sshfs "github.com/handoff-sync/handoff/transport/ssh"
 )
 

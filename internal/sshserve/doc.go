@@ -1,8 +1,8 @@
 // Package sshserve is the one embedded SSH server behind the demo's laptop
 // (demo), the in-process test server (internal/testkit/sshdtest) and the
-// servers that lie (internal/hostile). It is golang.org/x/crypto/ssh on a
-// TCP listener; each SFTP session is handed to a function the caller
-// gives, which decides what the "files" are.
+// servers that lie (internal/testkit/hostile). It is
+// golang.org/x/crypto/ssh on a TCP listener; each SFTP session is handed
+// to a function the caller gives, which decides what the "files" are.
 //
 // Guarantees:
 //

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/handoff-sync/handoff/internal/hostile"
+	"github.com/handoff-sync/handoff/internal/testkit/hostile"
 )
 
 // wireCount sits on the SFTP stream between an FS and a server and counts

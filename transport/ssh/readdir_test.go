@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/hostile"
+	"github.com/handoff-sync/handoff/internal/testkit/hostile"
 	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 )
 
