@@ -1,11 +1,11 @@
 package e2e
 
 // Network faults between the canonical host and an SSH host. A real
-// OpenSSH sshd sits behind internal/faultproxy, a TCP proxy that stalls,
-// throttles, black-holes or resets the connection at exact byte counts (or
-// when a side effect of the SFTP traffic shows up on disk); the built
-// binary syncs through it with a short host timeout, connect timeout and
-// keepalive interval. A calibration run without faults measures where in
+// OpenSSH sshd sits behind internal/testkit/faultproxy, a TCP proxy that
+// stalls, throttles, black-holes or resets the connection at exact byte
+// counts (or when a side effect of the SFTP traffic shows up on disk); the
+// built binary syncs through it with a short host timeout, connect timeout
+// and keepalive interval. A calibration run without faults measures where in
 // the byte stream the handshake, the first listing and the big file's read
 // fall, so that faults land in a known phase.
 //
@@ -42,7 +42,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/handoff-sync/handoff/internal/durable"
-	"github.com/handoff-sync/handoff/internal/faultproxy"
+	"github.com/handoff-sync/handoff/internal/testkit/faultproxy"
 	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
 	"github.com/handoff-sync/handoff/receipts"
 )
