@@ -18,7 +18,7 @@ import (
 
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/durable"
-	"github.com/handoff-sync/handoff/internal/fsrecord"
+	"github.com/handoff-sync/handoff/internal/testkit/fsrecord"
 )
 
 // TestPowerLoss runs one sync of the mixed fixture under strace, then
@@ -41,9 +41,9 @@ import (
 //   - Confined: nothing is created, opened for writing, renamed or removed
 //     outside the workspace, except the archive renames inside inboxes.
 //   - EveryPowerCut: the trace is replayed against a forgetful file system
-//     (internal/fsrecord: file data survives only once fsynced, directory
-//     entries only once the directory is fsynced) and after every single
-//     call the state a power cut would leave is checked: no archived
+//     (internal/testkit/fsrecord: file data survives only once fsynced,
+//     directory entries only once the directory is fsynced) and after every
+//     single call the state a power cut would leave is checked: no archived
 //     handoff missing from the durable spool and ledger, no durably
 //     recorded result whose write is lost, no applied write without a
 //     durable plan (the next run would apply it twice), no replaced target
