@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	_ "modernc.org/sqlite"
 )
 

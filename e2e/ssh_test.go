@@ -29,8 +29,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/handoff-sync/handoff/internal/failpoint"
-	"github.com/handoff-sync/handoff/internal/testenv"
 	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/receipts"
 )
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/transport"
 )
 

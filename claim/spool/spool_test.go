@@ -14,7 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/durable"
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 )
 
 // tempRoot is a temporary directory by its real path.

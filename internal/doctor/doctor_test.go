@@ -20,7 +20,7 @@ import (
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/doctor"
 	"github.com/handoff-sync/handoff/internal/setup"
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/receipts"

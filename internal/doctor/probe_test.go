@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/handoff-sync/handoff/internal/doctor"
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/transport"
 )

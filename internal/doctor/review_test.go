@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/doctor"
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/manifest"
 )
 

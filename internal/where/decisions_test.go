@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/handoff-sync/handoff/internal/review"
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/where"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/setup"
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/where"
 	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/receipts"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
-	"github.com/handoff-sync/handoff/internal/testenv"
+	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/workspace"
 )
 
