@@ -40,6 +40,16 @@ func CheckName(name string) string {
 	return ""
 }
 
+// Printable is s as it is when a terminal shows it as text, else Quote(s):
+// host-supplied text with control, format or invalid bytes comes out
+// escaped and quoted.
+func Printable(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
+		return Quote(s)
+	}
+	return s
+}
+
 // Quote renders a host-supplied name safe for logs and terminals: invalid
 // UTF-8, control characters and escape sequences come out escaped.
 func Quote(name string) string {
