@@ -150,7 +150,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	}
 	defer st.close()
 	if !opts.DryRun {
-		forgetWalkHints(st.walksDir, m.Hosts, log)
+		claim.ForgetWalkHints(st.walksDir, hostNames(m.Hosts), log)
 	}
 	if err := st.led.StartRun(ctx, r.RunID, r.Mode); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -372,7 +372,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 		log.Warn("host failed", "host", h.Name, "err", err)
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}, nil
 	}
-	hint := loadWalkHint(walkHintFile(st.walksDir, h.Name), !opts.DryRun, log)
+	hint := claim.LoadWalkHint(claim.WalkHintPath(st.walksDir, h.Name), !opts.DryRun, log)
 	rep := pullWith(pullCtx, fsys, h, st.spool, st.records.recorder(h.Name), runID, opts.DryRun, opts.Now, hint, log)
 	if h.Mirror == nil || rep.Outcome == claim.OutcomeError {
 		fsys.Close()
@@ -544,6 +544,15 @@ func openSpool(dir, base string) (*spoolHandle, error) {
 		}
 		return upper.Close()
 	}}, nil
+}
+
+// hostNames are the names of the manifest's hosts.
+func hostNames(hosts []manifest.Host) []string {
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i] = h.Name
+	}
+	return names
 }
 
 // lockWhat is what a sync writes into the lock file (setup.Holder).

@@ -39,7 +39,7 @@ type WorkerJob struct {
 	Spool     string              `json:"spool"`
 	BaseSpool string              `json:"base_spool,omitempty"`
 	RunID     string              `json:"run_id"`
-	// WalkHint is the host's walk hint file (walkhint.go); "" for none.
+	// WalkHint is the host's walk hint file (claim.WalkHint); "" for none.
 	WalkHint string `json:"walk_hint,omitempty"`
 	DryRun   bool   `json:"dry_run"`
 	// Mirror: after the report, wait for a PublishJob on stdin and
@@ -118,7 +118,7 @@ func pullJob(ctx context.Context, job WorkerJob, rec claim.Recorder, log *slog.L
 		return fail(err), nil
 	}
 	defer sp.close()
-	hint := loadWalkHint(job.WalkHint, !job.DryRun, log)
+	hint := claim.LoadWalkHint(job.WalkHint, !job.DryRun, log)
 	d := <-dialed
 	if d.err != nil {
 		return fail(d.err), nil
@@ -151,12 +151,12 @@ func dial(ctx context.Context, h manifest.HostConfig, log *slog.Logger) (d dialR
 
 // pullWith runs claim.Pull with a host's settings and turns a blown
 // deadline into a host error.
-func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, hint *walkHint, log *slog.Logger) claim.HostReport {
+func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, hint *claim.WalkHint, log *slog.Logger) claim.HostReport {
 	cfg := setup.ClaimConfig(h, log)
 	cfg.DryRun, cfg.Now = dryRun, now
 	cfg.Unfilled = ingest.Unfilled
 	var walked *claim.Hint
-	cfg.Hint = hint.hint
+	cfg.Hint = hint.Hint
 	cfg.Walked = func(h claim.Hint) { walked = &h }
 	// In a worker this log is stderr as JSON lines: relayLog turns each of
 	// these into a "pulling" update for the parent's Progress.
@@ -165,7 +165,7 @@ func pullWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp 
 	}
 	rep := claim.Pull(ctx, fsys, cfg, sp, rec, runID, ingest.Parses)
 	if walked != nil {
-		hint.saved(*walked, log)
+		hint.Save(*walked, log)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		rep.Outcome, rep.Error = "error", fmt.Sprintf("deadline of %s exceeded: %s", h.Timeout, rep.Error)
@@ -186,7 +186,7 @@ func pullInWorker(ctx context.Context, h manifest.HostConfig, opts Options, st *
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	wantMirror := h.Mirror != nil
-	job, err := json.Marshal(WorkerJob{Host: h, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun, Mirror: wantMirror, WalkHint: walkHintFile(st.walksDir, h.Name)})
+	job, err := json.Marshal(WorkerJob{Host: h, Spool: st.spoolDir, BaseSpool: st.baseSpool, RunID: runID, DryRun: opts.DryRun, Mirror: wantMirror, WalkHint: claim.WalkHintPath(st.walksDir, h.Name)})
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}

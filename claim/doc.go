@@ -21,4 +21,8 @@
 //   - A host copy is renamed only after its exact bytes are durable in the
 //     spool and its source is recorded; renames never replace a file.
 //   - Host-supplied names are validated before use and quoted in logs.
+//   - A walk hint (WalkHint, the last discovery's questions) decides only
+//     when a question is asked, never what its answer is; a missing or
+//     damaged hint file is no hint, and one is written only when it
+//     changed, never in a dry run.
 package claim

@@ -1,4 +1,4 @@
-package handoff
+package claim
 
 import (
 	"bytes"
@@ -10,32 +10,34 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/durable"
-	"github.com/handoff-sync/handoff/manifest"
 )
 
-// walkHint is one host's record of what its last discovery asked and
-// which git indexes it read (claim.Config.Hint): loaded before the pull,
-// saved after it when it changed.
-type walkHint struct {
+// WalkHint is one host's record of what its last discovery asked and
+// which git indexes it read (Config.Hint), as a file under the
+// workspace's walks directory: loaded before the pull, saved after it
+// when it changed.
+type WalkHint struct {
+	Hint Hint   // what the file held; empty for none
 	file string // "" for none
 	save bool   // false in a dry run
 	data []byte // as loaded
-	hint claim.Hint
 }
 
-func walkHintFile(walksDir, host string) string {
+// WalkHintPath is host's walk hint file in walksDir ("" for none when
+// walksDir is "").
+func WalkHintPath(walksDir, host string) string {
 	if walksDir == "" {
 		return ""
 	}
 	return filepath.Join(walksDir, host+".json")
 }
 
-// loadWalkHint reads a host's hint. A missing, oversized or damaged one is
-// no hint: the walk then goes level by level, as on a first run.
-func loadWalkHint(file string, save bool, log *slog.Logger) *walkHint {
-	h := &walkHint{file: file, save: save}
+// LoadWalkHint reads a host's hint; save false (a dry run) makes Save a
+// no-op. A missing, oversized or damaged one is no hint: the walk then
+// goes level by level, as on a first run.
+func LoadWalkHint(file string, save bool, log *slog.Logger) *WalkHint {
+	h := &WalkHint{file: file, save: save}
 	if file == "" {
 		return h
 	}
@@ -47,12 +49,12 @@ func loadWalkHint(file string, save bool, log *slog.Logger) *walkHint {
 		return h
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, claim.MaxHintBytes+1))
-	if err == nil && len(data) > claim.MaxHintBytes {
+	data, err := io.ReadAll(io.LimitReader(f, MaxHintBytes+1))
+	if err == nil && len(data) > MaxHintBytes {
 		err = errors.New("larger than the limit")
 	}
 	if err == nil {
-		h.hint, err = claim.ParseHint(data)
+		h.Hint, err = ParseHint(data)
 	}
 	if err != nil {
 		log.Warn("the last walk's record is damaged; walking level by level (the next run rewrites it)", "file", file, "err", err)
@@ -62,15 +64,15 @@ func loadWalkHint(file string, save bool, log *slog.Logger) *walkHint {
 	return h
 }
 
-// saved keeps walked for the next run, if it differs from what was
+// Save keeps walked for the next run, if it differs from what was
 // loaded. The file is not fsynced: after a crash a torn or lost hint
 // costs one walk level by level and one read of each git index, nothing
 // else.
-func (h *walkHint) saved(walked claim.Hint, log *slog.Logger) {
+func (h *WalkHint) Save(walked Hint, log *slog.Logger) {
 	if h.file == "" || !h.save {
 		return
 	}
-	data, err := claim.MarshalHint(walked)
+	data, err := MarshalHint(walked)
 	if err != nil || bytes.Equal(data, h.data) {
 		return
 	}
@@ -85,18 +87,18 @@ func (h *walkHint) saved(walked claim.Hint, log *slog.Logger) {
 	}
 }
 
-// forgetWalkHints removes the walk hints of hosts the manifest no longer
-// names, so that .handoff/walks holds one file per host at most. Only
-// files named like a hint are touched; a failure is only logged.
-func forgetWalkHints(walksDir string, hosts []manifest.Host, log *slog.Logger) {
+// ForgetWalkHints removes the walk hints of hosts not in hosts (the
+// manifest's names), so that walksDir holds one file per host at most.
+// Only files named like a hint are touched; a failure is only logged.
+func ForgetWalkHints(walksDir string, hosts []string, log *slog.Logger) {
 	ents, err := os.ReadDir(walksDir)
 	if err != nil {
 		return // none yet
 	}
 	known := map[string]bool{}
 	for _, h := range hosts {
-		known[h.Name+".json"] = true
-		known[h.Name+".json.tmp"] = true
+		known[h+".json"] = true
+		known[h+".json.tmp"] = true
 	}
 	for _, e := range ents {
 		name := e.Name()
