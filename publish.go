@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -16,87 +15,27 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
-	"github.com/handoff-sync/handoff/transport"
 )
-
-// PublishJob is what the parent sends a worker whose host has a mirror,
-// once the run's ingest is done: publish the workspace's memory, or
-// (Skip) close the connection without publishing.
-type PublishJob struct {
-	Skip      bool      `json:"skip,omitempty"`
-	Workspace string    `json:"workspace"`
-	StateFile string    `json:"state_file"`
-	Canonical string    `json:"canonical"`
-	RunID     string    `json:"run_id"`
-	Now       time.Time `json:"now"`
-	DryRun    bool      `json:"dry_run"`
-
-	// WorkspaceID is the workspace's identity, for the mirror's
-	// MIRROR.json; empty only in a dry run on a workspace an earlier
-	// handoff made.
-	WorkspaceID string `json:"workspace_id"`
-	// Adopt publishes over a mirror whose MIRROR.json names another
-	// workspace (sync --adopt-mirror): the mirror is handed over.
-	Adopt bool `json:"adopt,omitempty"`
-}
 
 // session is a host whose connection stays open after its pull, until
 // its mirror is published (or skipped): publishing reuses it.
 type session struct {
-	publish func(ctx context.Context, job PublishJob) mirror.Result
+	publish func(ctx context.Context, job mirror.Job) mirror.Result
 	close   func()
 }
 
-// publishWith publishes a host's mirror over fsys, within the host's
-// deadline counted afresh, and saves the mirror's state (not in a dry
-// run).
-func publishWith(ctx context.Context, fsys transport.FS, h manifest.HostConfig, rep claim.HostReport, job PublishJob, log *slog.Logger) (res mirror.Result) {
-	defer func() {
-		if r := recover(); r != nil {
-			log.Error("mirror panic", "host", h.Name, "panic", fmt.Sprint(r))
-			res = mirror.Result{Outcome: mirror.OutcomeError, Error: fmt.Sprintf("internal error while publishing the mirror (please report): %v", r)}
-		}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
-	defer cancel()
-	fail := func(err error) mirror.Result {
-		return mirror.Result{Outcome: mirror.OutcomeError, Sent: []string{}, Removed: []string{}, Error: err.Error()}
-	}
-	files, err := mirror.Snapshot(job.Workspace, h.Mirror.Include)
-	if err != nil {
-		return fail(err)
-	}
-	home, err := fsys.Home(ctx)
-	if err != nil {
-		return fail(err)
-	}
+// inboxPaths are the inboxes a host's pull found, for its writer's
+// guide.
+func inboxPaths(rep claim.HostReport) []string {
 	var inboxes []string
 	for _, in := range rep.Inboxes {
 		inboxes = append(inboxes, in.Path)
 	}
-	guide := mirror.Guide(mirror.GuideInput{Host: h.Name, Canonical: job.Canonical, Dir: manifest.ExpandHome(h.Mirror.Path, home),
-		Inboxes: inboxes, Cards: h.Mirror.Includes(manifest.MirrorCards), Documents: h.Mirror.Includes(manifest.MirrorDocuments)})
-	files = append(files, mirror.NewFile(mirror.GuideFile, guide))
-	prev, err := mirror.LoadState(job.StateFile)
-	if err != nil {
-		return fail(err)
-	}
-	res, next := mirror.Publish(ctx, fsys, prev, mirror.Options{Host: h.Name, Dir: h.Mirror.Path, Files: files,
-		WorkspaceID: job.WorkspaceID, Adopt: job.Adopt,
-		Canonical: job.Canonical, RunID: job.RunID, Now: job.Now, DryRun: job.DryRun, Log: log})
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) && res.Outcome == mirror.OutcomeError {
-		res.Error = fmt.Sprintf("deadline of %s exceeded: %s", h.Timeout, res.Error)
-	}
-	if !job.DryRun && next != prev {
-		if err := next.Save(job.StateFile); err != nil {
-			res.Outcome, res.Error = mirror.OutcomeError, fmt.Sprintf("published, but: %v", err)
-		}
-	}
-	return res
+	return inboxes
 }
 
 // workerSession is the parent's end of a worker kept for publishing: the
-// worker has sent its pull report and waits for a PublishJob on stdin.
+// worker has sent its pull report and waits for a mirror.Job on stdin.
 type workerSession struct {
 	h      manifest.HostConfig
 	cmd    *exec.Cmd
@@ -153,7 +92,7 @@ func readWorker(r io.Reader, max int64) (msgs <-chan workerMsg, done <-chan stru
 
 // publish sends the job and waits for the worker's result, at most the
 // host's deadline plus a grace; then the worker is gone.
-func (s *workerSession) publish(ctx context.Context, job PublishJob) mirror.Result {
+func (s *workerSession) publish(ctx context.Context, job mirror.Job) mirror.Result {
 	defer s.close()
 	fail := func(format string, args ...any) mirror.Result {
 		err := fmt.Errorf(format, args...)
@@ -210,13 +149,4 @@ func (s *workerSession) close() {
 	case <-time.After(workerGrace):
 	}
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-}
-
-// CanonicalName is the canonical host's name as MIRROR.json and the
-// writers' guides give it.
-func CanonicalName() string {
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
-	}
-	return "the canonical host"
 }

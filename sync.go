@@ -379,9 +379,9 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 		return rep, nil
 	}
 	return rep, &session{
-		publish: func(ctx context.Context, job PublishJob) mirror.Result {
+		publish: func(ctx context.Context, job mirror.Job) mirror.Result {
 			defer fsys.Close()
-			return publishWith(ctx, fsys, h, rep, job, log)
+			return mirror.PublishHost(ctx, fsys, h, inboxPaths(rep), job, log)
 		},
 		close: func() { fsys.Close() },
 	}
@@ -392,7 +392,7 @@ func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st
 // as they are. A partial host (an inbox it could not archive in) keeps
 // its session and is published; hosts whose pull failed are skipped.
 func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
-	job := PublishJob{Workspace: wsDir, WorkspaceID: b.Receipt().WorkspaceID, Canonical: CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
+	job := mirror.Job{Workspace: wsDir, WorkspaceID: b.Receipt().WorkspaceID, Canonical: mirror.CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
 	adopt := func(host string) bool { return slices.Contains(opts.AdoptMirrors, host) }
 	results := make([]*mirror.Result, len(hosts))
 	interrupted := make([]bool, len(hosts))

@@ -20,6 +20,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/transport"
 )
 
@@ -42,7 +43,7 @@ type WorkerJob struct {
 	// WalkHint is the host's walk hint file (claim.WalkHint); "" for none.
 	WalkHint string `json:"walk_hint,omitempty"`
 	DryRun   bool   `json:"dry_run"`
-	// Mirror: after the report, wait for a PublishJob on stdin and
+	// Mirror: after the report, wait for a mirror.Job on stdin and
 	// publish the host's mirror over the same connection.
 	Mirror bool `json:"mirror,omitempty"`
 }
@@ -51,7 +52,7 @@ type WorkerJob struct {
 // opens the spool, dials the host, pulls, recording what it stores and
 // archives through records (the run's records connection, recordconn.go),
 // and writes the claim.HostReport as JSON to w. For a job with Mirror, it
-// then reads a PublishJob from r and writes the mirror.Result, over the
+// then reads a mirror.Job from r and writes the mirror.Result, over the
 // same connection. Logs go to log (the parent relays them).
 func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, records net.Conn, log *slog.Logger) error {
 	defer records.Close()
@@ -71,7 +72,7 @@ func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, records net.Conn
 	if !job.Mirror || fsys == nil || rep.Outcome == claim.OutcomeError {
 		return nil
 	}
-	var pj PublishJob
+	var pj mirror.Job
 	if err := dec.Decode(&pj); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil // the parent decided not to publish
@@ -81,7 +82,7 @@ func ServeWorker(ctx context.Context, r io.Reader, w io.Writer, records net.Conn
 	if pj.Skip {
 		return nil
 	}
-	return json.NewEncoder(w).Encode(publishWith(ctx, fsys, job.Host, rep, pj, log))
+	return json.NewEncoder(w).Encode(mirror.PublishHost(ctx, fsys, job.Host, inboxPaths(rep), pj, log))
 }
 
 // pullJob pulls one host and returns its report, and the connection, still

@@ -32,6 +32,10 @@
 //     it lies about is sent again.
 //   - When nothing changed, a publish lists the mirror's directories (all
 //     at once) and writes nothing.
+//   - PublishHost, a host's publish as a run makes it (in its worker,
+//     over the pull's connection), has the host's deadline counted
+//     afresh, saves the state only when not a dry run, and turns a panic
+//     into the host's error, never the run's.
 //
 // Whether a file is unchanged is decided as rsync's quick check does:
 // by the size, mode and modification time the host lists against what

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
@@ -51,7 +50,7 @@ With --harness only that harness's inboxes are named (.claude for Claude Code,
 				return &exitError{code: exitUsage, err: fmt.Errorf("instructions: %q is not a harness of host %s", harness, host),
 					hint: "its harnesses are " + strings.Join(h.Harnesses, ", ")}
 			}
-			in := mirror.GuideInput{Host: h.Name, Canonical: handoff.CanonicalName()}
+			in := mirror.GuideInput{Host: h.Name, Canonical: mirror.CanonicalName()}
 			if h.Mirror != nil {
 				in.Dir = h.Mirror.Path
 				in.Cards, in.Documents = h.Mirror.Includes(manifest.MirrorCards), h.Mirror.Includes(manifest.MirrorDocuments)
