@@ -501,13 +501,13 @@ func openState(ws string, dryRun bool) (*state, error) {
 			return nil, err
 		}
 	}
-	sp, err := openSpool(st.spoolDir, st.baseSpool)
+	sp, closeSpool, err := spool.OpenLayered(st.spoolDir, st.baseSpool)
 	if err != nil {
 		st.close()
 		return nil, err
 	}
 	st.spool = sp
-	st.closers = append(st.closers, sp.close)
+	st.closers = append(st.closers, closeSpool)
 	led, err := ledger.Open(st.ledgerPath)
 	if err != nil {
 		st.close()
@@ -516,34 +516,6 @@ func openState(ws string, dryRun bool) (*state, error) {
 	st.led = led
 	st.closers = append(st.closers, led.Close)
 	return st, nil
-}
-
-type spoolHandle struct {
-	spool.Store
-	close func() error
-}
-
-// openSpool opens dir as the spool, layered over base when base is set.
-func openSpool(dir, base string) (*spoolHandle, error) {
-	upper, err := spool.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	if base == "" {
-		return &spoolHandle{upper, upper.Close}, nil
-	}
-	lower, err := spool.OpenReadOnly(base)
-	if err != nil {
-		upper.Close()
-		return nil, err
-	}
-	ov := &spool.Overlay{Upper: upper, Base: lower}
-	return &spoolHandle{ov, func() error {
-		if lower != nil {
-			lower.Close()
-		}
-		return upper.Close()
-	}}, nil
 }
 
 // hostNames are the names of the manifest's hosts.

@@ -113,12 +113,12 @@ func pullJob(ctx context.Context, job WorkerJob, rec claim.Recorder, log *slog.L
 			d.fsys.Close()
 		}
 	}
-	sp, err := openSpool(job.Spool, job.BaseSpool)
+	sp, closeSpool, err := spool.OpenLayered(job.Spool, job.BaseSpool)
 	if err != nil {
 		closeDialed()
 		return fail(err), nil
 	}
-	defer sp.close()
+	defer closeSpool()
 	hint := claim.LoadWalkHint(job.WalkHint, !job.DryRun, log)
 	d := <-dialed
 	if d.err != nil {

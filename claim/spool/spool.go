@@ -6,7 +6,9 @@
 // once stored; Has, Get and Put answer only from entries that are durable
 // (a Dir fsyncs its directory once, before the first of them); Get returns
 // only bytes that still hash to their name (ErrCorrupt otherwise); a crash
-// leaves at most temporary files, which RemoveTemps deletes.
+// leaves at most temporary files, which RemoveTemps deletes; a spool
+// layered over another (OpenLayered, Overlay: a dry run's) never writes
+// the one below.
 package spool
 
 import (
@@ -247,6 +249,30 @@ func (o *Overlay) Put(batch map[string][]byte) error {
 		fresh[sha] = data
 	}
 	return o.Upper.Put(fresh)
+}
+
+// OpenLayered opens dir as the spool, layered over base when base is set:
+// a dry run's scratch spool (dir) over the real one (base, opened
+// read-only; none yet is an empty one), as Overlay joins them. The function returned closes both.
+func OpenLayered(dir, base string) (Store, func() error, error) {
+	upper, err := Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if base == "" {
+		return upper, upper.Close, nil
+	}
+	lower, err := OpenReadOnly(base)
+	if err != nil {
+		upper.Close()
+		return nil, nil, err
+	}
+	return &Overlay{Upper: upper, Base: lower}, func() error {
+		if lower != nil {
+			lower.Close()
+		}
+		return upper.Close()
+	}, nil
 }
 
 // Hash is the lower-case hex SHA-256 of data.
