@@ -13,8 +13,8 @@
 //   - No handoff is lost: a remote copy is archived only after its exact
 //     bytes are durable in the spool and its source is in the ledger.
 //     The run is the ledger's one writer: pull workers record through
-//     it (recordQueue), and a worker learns a batch is recorded only
-//     once the transaction holding it has committed.
+//     it (worker.RecordQueue), and a worker learns a batch is recorded
+//     only once the transaction holding it has committed.
 //   - None is applied twice: content is identified by SHA-256, plans are
 //     recorded before they are applied and finished by the next run after a
 //     crash.

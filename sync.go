@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -19,6 +20,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/worker"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
@@ -179,13 +181,13 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		}
 	}
 	var reports []claim.HostReport
-	var sessions []*session
+	var sessions []*worker.Session
 	pulled := make(chan struct{})
-	st.records = startRecordQueue(st.led, r.RunID, log)
+	st.records = worker.StartRecordQueue(st.led, r.RunID, log)
 	go func() {
 		defer close(pulled)
-		reports, sessions = pullAll(ctx, hosts, pullOpts, st, r.RunID, log)
-		st.records.stop()
+		reports, sessions = pullAll(ctx, hosts, pullOpts, st.puller(pullOpts, r.RunID, log))
+		st.records.Stop()
 	}()
 	entries, ingErr := ingestWhilePulling(ctx, ing, stored, pulled)
 	<-pulled
@@ -194,7 +196,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 		// worker's report: a worker killed part way (the run interrupted,
 		// its deadline passed) reports nothing it stored.
 		h := hostEntry(rep)
-		h.Stored, h.Archived = st.records.recordedFor(rep.Name)
+		h.Stored, h.Archived = st.records.RecordedFor(rep.Name)
 		b.AddHost(h, h.Stored)
 	}
 	if ingErr == nil {
@@ -332,16 +334,16 @@ func hostEntry(rep claim.HostReport) receipts.Host {
 
 // pullAll pulls hosts concurrently, at most opts.Parallel at once, each
 // under its own deadline. Reports come back in manifest order.
-func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) ([]claim.HostReport, []*session) {
+func pullAll(ctx context.Context, hosts []manifest.HostConfig, opts Options, pl *worker.Puller) ([]claim.HostReport, []*worker.Session) {
 	out := make([]claim.HostReport, len(hosts))
-	sessions := make([]*session, len(hosts))
+	sessions := make([]*worker.Session, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
-		out[i], sessions[i] = pullHost(ctx, h, opts, st, runID, log)
+		out[i], sessions[i] = pullHost(ctx, h, opts, pl)
 	})
 	return out, sessions
 }
 
-func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) (claim.HostReport, *session) {
+func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, pl *worker.Puller) (claim.HostReport, *worker.Session) {
 	progress := func(p HostProgress) {
 		if opts.Progress != nil {
 			p.Host = h.Name
@@ -349,7 +351,7 @@ func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *stat
 		}
 	}
 	progress(HostProgress{State: "connecting"})
-	rep, sess := pullHostReport(ctx, h, opts, st, runID, log)
+	rep, sess := pl.Pull(ctx, h)
 	switch rep.Outcome {
 	case claim.OutcomeOK:
 		progress(HostProgress{State: "done", Inboxes: len(rep.Inboxes), Pulled: rep.Stored})
@@ -361,37 +363,11 @@ func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, st *stat
 	return rep, sess
 }
 
-func pullHostReport(ctx context.Context, h manifest.HostConfig, opts Options, st *state, runID string, log *slog.Logger) (claim.HostReport, *session) {
-	if opts.Worker != "" {
-		return pullInWorker(ctx, h, opts, st, runID, log)
-	}
-	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
-	defer cancel()
-	fsys, err := opts.Dial.Or(log)(pullCtx, h)
-	if err != nil {
-		log.Warn("host failed", "host", h.Name, "err", err)
-		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}, nil
-	}
-	hint := claim.LoadWalkHint(claim.WalkHintPath(st.walksDir, h.Name), !opts.DryRun, log)
-	rep := pullWith(pullCtx, fsys, h, st.spool, st.records.recorder(h.Name), runID, opts.DryRun, opts.Now, hint, log)
-	if h.Mirror == nil || rep.Outcome == claim.OutcomeError {
-		fsys.Close()
-		return rep, nil
-	}
-	return rep, &session{
-		publish: func(ctx context.Context, job mirror.Job) mirror.Result {
-			defer fsys.Close()
-			return mirror.PublishHost(ctx, fsys, h, inboxPaths(rep), job, log)
-		},
-		close: func() { fsys.Close() },
-	}
-}
-
 // publishAll publishes the mirror of every host that kept its session,
 // once the run's ingest is done; when ingest failed, the mirrors are left
 // as they are. A partial host (an inbox it could not archive in) keeps
 // its session and is published; hosts whose pull failed are skipped.
-func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
+func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*worker.Session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
 	job := mirror.Job{Workspace: wsDir, WorkspaceID: b.Receipt().WorkspaceID, Canonical: mirror.CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
 	adopt := func(host string) bool { return slices.Contains(opts.AdoptMirrors, host) }
 	results := make([]*mirror.Result, len(hosts))
@@ -404,13 +380,13 @@ func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []clai
 		case sess == nil:
 			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "the pull failed: " + reports[i].Error}
 		case ingErr != nil:
-			sess.close()
+			sess.Close()
 			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "ingest failed; the mirror keeps what it had"}
 		default:
 			j := job
 			j.StateFile = mirror.StateFile(filepath.Join(wsDir, layout.MirrorsDir), h.Name)
 			j.Adopt = adopt(h.Name)
-			res := sess.publish(ctx, j)
+			res := sess.Publish(ctx, j)
 			if ctx.Err() != nil && res.Outcome != mirror.OutcomeOK {
 				interrupted[i] = true
 				res = interruptedPublish(res, j.StateFile)
@@ -455,13 +431,24 @@ func nonNil(s []string) []string {
 // through records.
 type state struct {
 	led        *ledger.Ledger
-	records    *recordQueue // the run's one writer of its pulls' records
+	records    *worker.RecordQueue // the run's one writer of its pulls' records
 	spool      spool.Store
 	ledgerPath string
 	spoolDir   string
 	baseSpool  string // dry run: the real spool, read-only
 	walksDir   string // the hosts' walk hints (read-only in a dry run)
 	closers    []func() error
+}
+
+// puller is how the run's pulls are made: in workers (opts.Worker) or in
+// this process, recording through the run's queue, and telling
+// opts.Progress of a worker's progress as a "pulling" update.
+func (s *state) puller(opts Options, runID string, log *slog.Logger) *worker.Puller {
+	return &worker.Puller{Binary: opts.Worker, Dial: opts.Dial, Spool: s.spool, SpoolDir: s.spoolDir, BaseSpool: s.baseSpool,
+		WalksDir: s.walksDir, Records: s.records, RunID: runID, DryRun: opts.DryRun, Now: opts.Now, Log: log,
+		Progress: func(host string, inboxes, pulled int) {
+			opts.Progress(HostProgress{Host: host, State: "pulling", Inboxes: inboxes, Pulled: pulled})
+		}}
 }
 
 func (s *state) close() {
@@ -540,4 +527,19 @@ func newRunID(t time.Time) string {
 	var b [3]byte
 	rand.Read(b[:])
 	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// limitedBuffer keeps at most max bytes and remembers if more came.
+type limitedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > b.max {
+		b.over = true
+		return len(p), nil
+	}
+	return b.buf.Write(p)
 }

@@ -67,7 +67,7 @@ const (
 )
 
 // nfErrDeadline is what the host's error says when the host timeout ended
-// the pull (handoff.pullWith).
+// the pull (internal/worker's pull).
 var nfErrDeadline = "deadline of " + nfHostTimeout.String() + " exceeded"
 
 // nfWorld is newWorld's canonical fixture (world.mixed()) plus a third

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/gctune"
+	"github.com/handoff-sync/handoff/internal/worker"
 )
 
 // profileEnv names a directory: when set, sync writes a CPU profile of its
@@ -44,7 +44,7 @@ func startProfile(kind string) (stop func(), err error) {
 // lines for the parent to relay.
 func newWorkerCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:    handoff.WorkerCommand,
+		Use:    worker.Command,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,11 +55,11 @@ func newWorkerCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer stop()
-			records, err := handoff.WorkerRecords()
+			records, err := worker.RecordsConn()
 			if err != nil {
 				return err
 			}
-			return handoff.ServeWorker(cmd.Context(), g.stdin, g.stdout, records, log)
+			return worker.Serve(cmd.Context(), g.stdin, g.stdout, records, log)
 		},
 	}
 }

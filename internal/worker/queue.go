@@ -1,4 +1,4 @@
-package handoff
+package worker
 
 import (
 	"context"
@@ -12,17 +12,17 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 )
 
-// recordQueue is a run's one writer of what its pulls store and archive.
+// RecordQueue is a run's one writer of what its pulls store and archive.
 // Every host's pull, in a worker process (over its records connection,
-// recordconn.go) or in the run's own, sends its batches here, and
+// records.go) or in the run's own, sends its batches here, and
 // whatever waits when the ledger is free goes into one transaction: the
 // hosts share commits instead of queuing for the database's lock, each
 // with a commit of its own. A pull is told its batch is recorded only once
 // the transaction holding it has committed, so no remote copy is archived
 // before its record is durable. See docs/design.md, "One writer for the
 // ledger".
-type recordQueue struct {
-	led   recordStore
+type RecordQueue struct {
+	led   RecordStore
 	runID string
 	log   *slog.Logger
 	reqs  chan *recordReq
@@ -38,8 +38,8 @@ type recordQueue struct {
 // whatever became of the worker that sent them.
 type recorded struct{ stored, archived int }
 
-// recordStore is the ledger as the queue uses it.
-type recordStore interface {
+// RecordStore is the ledger as the queue uses it (*ledger.Ledger).
+type RecordStore interface {
 	Apply(ctx context.Context, runID string, ws []*ledger.Write) error
 	Unarchived(ctx context.Context, host string) ([]claim.Source, error)
 }
@@ -57,22 +57,22 @@ type recordReq struct {
 // errQueueClosed answers a write that came after the pulls ended.
 var errQueueClosed = errors.New("the run's pulls are over: nothing more is recorded")
 
-// startRecordQueue starts the writer; stop ends it.
-func startRecordQueue(led recordStore, runID string, log *slog.Logger) *recordQueue {
-	q := &recordQueue{led: led, runID: runID, log: log, reqs: make(chan *recordReq), quit: make(chan struct{}), ended: make(chan struct{}),
+// StartRecordQueue starts the writer; Stop ends it.
+func StartRecordQueue(led RecordStore, runID string, log *slog.Logger) *RecordQueue {
+	q := &RecordQueue{led: led, runID: runID, log: log, reqs: make(chan *recordReq), quit: make(chan struct{}), ended: make(chan struct{}),
 		done: map[string]*recorded{}}
 	go q.run()
 	return q
 }
 
-// stop ends the writer once the write it is making is done. Writes sent
+// Stop ends the writer once the write it is making is done. Writes sent
 // later fail with errQueueClosed.
-func (q *recordQueue) stop() {
+func (q *RecordQueue) Stop() {
 	close(q.quit)
 	<-q.ended
 }
 
-func (q *recordQueue) run() {
+func (q *RecordQueue) run() {
 	defer close(q.ended)
 	for {
 		var group []*recordReq
@@ -97,7 +97,7 @@ func (q *recordQueue) run() {
 
 // apply commits a group's writes together. If that fails, each is tried
 // alone, so that one write's error is its own.
-func (q *recordQueue) apply(group []*recordReq) {
+func (q *RecordQueue) apply(group []*recordReq) {
 	ws := make([]*ledger.Write, len(group))
 	for i, r := range group {
 		ws[i] = &r.w
@@ -127,7 +127,7 @@ func (q *recordQueue) apply(group []*recordReq) {
 // count adds a committed write (err nil) to its host's account, before
 // the caller hears of it: a worker killed while waiting for the answer
 // still has its write counted.
-func (q *recordQueue) count(r *recordReq, err error) {
+func (q *RecordQueue) count(r *recordReq, err error) {
 	if err != nil {
 		return
 	}
@@ -142,9 +142,9 @@ func (q *recordQueue) count(r *recordReq, err error) {
 	c.archived += len(r.w.Archived)
 }
 
-// recordedFor returns what the committed writes of host's pull held: the
+// RecordedFor returns what the committed writes of host's pull held: the
 // sources it newly stored and those it marked archived.
-func (q *recordQueue) recordedFor(host string) (stored, archived int) {
+func (q *RecordQueue) RecordedFor(host string) (stored, archived int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if c := q.done[host]; c != nil {
@@ -156,7 +156,7 @@ func (q *recordQueue) recordedFor(host string) (stored, archived int) {
 // write sends w to the writer and waits until it is committed. A write
 // whose caller gives up (ctx) may still be committed: a source recorded
 // and not archived is only acknowledged by the next run.
-func (q *recordQueue) write(ctx context.Context, host string, w ledger.Write) (int, error) {
+func (q *RecordQueue) write(ctx context.Context, host string, w ledger.Write) (int, error) {
 	r := &recordReq{host: host, w: w, done: make(chan error, 1)}
 	select {
 	case q.reqs <- r:
@@ -173,15 +173,15 @@ func (q *recordQueue) write(ctx context.Context, host string, w ledger.Write) (i
 	}
 }
 
-// recorder is the claim.Recorder of one host's pull.
-func (q *recordQueue) recorder(host string) claim.Recorder {
+// Recorder is the claim.Recorder of one host's pull.
+func (q *RecordQueue) Recorder(host string) claim.Recorder {
 	return hostRecorder{q: q, host: host}
 }
 
 // hostRecorder writes through the queue only sources of its own host: a
 // worker gone wrong cannot record or archive another host's files.
 type hostRecorder struct {
-	q    *recordQueue
+	q    *RecordQueue
 	host string
 }
 

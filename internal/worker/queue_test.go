@@ -1,4 +1,4 @@
-package handoff
+package worker
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"github.com/handoff-sync/handoff/ingest/ledger"
 )
 
-// fakeStore is a recordStore that keeps what it was given, holds its first
+// fakeStore is a RecordStore that keeps what it was given, holds its first
 // Apply until hold is closed (nil: it does not), and fails any Apply that
 // holds a source named poison.
 type fakeStore struct {
@@ -66,12 +66,12 @@ func src(host, name string) claim.Source {
 func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeStore{hold: make(chan struct{})}
-		q := startRecordQueue(f, "run", quietLog())
-		defer q.stop()
+		q := StartRecordQueue(f, "run", quietLog())
+		defer q.Stop()
 		ctx := context.Background()
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			if n, err := q.recorder("h0").RecordSources(ctx, "run", []claim.Source{src("h0", "first.md")}); n != 1 || err != nil {
+			if n, err := q.Recorder("h0").RecordSources(ctx, "run", []claim.Source{src("h0", "first.md")}); n != 1 || err != nil {
 				t.Errorf("first write: %d, %v", n, err)
 			}
 		})
@@ -80,7 +80,7 @@ func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
 		for i := range waiting {
 			host := fmt.Sprintf("h%d", i+1)
 			wg.Go(func() {
-				n, err := q.recorder(host).RecordSources(ctx, "run", []claim.Source{src(host, host+"-a.md"), src(host, host+"-b.md")})
+				n, err := q.Recorder(host).RecordSources(ctx, "run", []claim.Source{src(host, host+"-a.md"), src(host, host+"-b.md")})
 				if n != 2 || err != nil {
 					t.Errorf("write of %s: %d, %v; want 2 added", host, n, err)
 				}
@@ -104,15 +104,15 @@ func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
 func TestRecordQueueFailureIsItsOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeStore{hold: make(chan struct{}), poison: "bad.md"}
-		q := startRecordQueue(f, "run", quietLog())
-		defer q.stop()
+		q := StartRecordQueue(f, "run", quietLog())
+		defer q.Stop()
 		ctx := context.Background()
 		var wg sync.WaitGroup
-		wg.Go(func() { q.recorder("h0").MarkArchived(ctx, []claim.Source{src("h0", "first.md")}) })
+		wg.Go(func() { q.Recorder("h0").MarkArchived(ctx, []claim.Source{src("h0", "first.md")}) })
 		synctest.Wait()
 		errs := make([]error, 3)
 		for i, name := range []string{"ok1.md", "bad.md", "ok2.md"} {
-			wg.Go(func() { _, errs[i] = q.recorder("h1").RecordSources(ctx, "run", []claim.Source{src("h1", name)}) })
+			wg.Go(func() { _, errs[i] = q.Recorder("h1").RecordSources(ctx, "run", []claim.Source{src("h1", name)}) })
 		}
 		synctest.Wait()
 		close(f.hold)
@@ -137,8 +137,8 @@ func TestRecordQueueFailureIsItsOwn(t *testing.T) {
 // fails instead of waiting forever.
 func TestHostRecorderOwnHostOnly(t *testing.T) {
 	f := &fakeStore{}
-	q := startRecordQueue(f, "run", quietLog())
-	rec := q.recorder("laptop")
+	q := StartRecordQueue(f, "run", quietLog())
+	rec := q.Recorder("laptop")
 	ctx := context.Background()
 	if _, err := rec.RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("server", "b.md")}); err == nil {
 		t.Error("RecordSources took a source of another host")
@@ -152,7 +152,7 @@ func TestHostRecorderOwnHostOnly(t *testing.T) {
 	if len(f.applies) != 0 {
 		t.Errorf("the ledger was written: %q", f.applies)
 	}
-	q.stop()
+	q.Stop()
 	if _, err := rec.RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md")}); !errors.Is(err, errQueueClosed) {
 		t.Errorf("RecordSources after stop: %v, want errQueueClosed", err)
 	}
@@ -165,11 +165,11 @@ func TestHostRecorderOwnHostOnly(t *testing.T) {
 func TestRecordQueueCountsWhatWasCommitted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeStore{hold: make(chan struct{}), poison: "bad.md"}
-		q := startRecordQueue(f, "run", quietLog())
+		q := StartRecordQueue(f, "run", quietLog())
 		ctx, cancel := context.WithCancel(context.Background())
 		gaveUp := make(chan error, 1)
 		go func() {
-			_, err := q.recorder("laptop").RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("laptop", "b.md")})
+			_, err := q.Recorder("laptop").RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("laptop", "b.md")})
 			gaveUp <- err
 		}()
 		synctest.Wait() // the write is held in the ledger
@@ -179,17 +179,17 @@ func TestRecordQueueCountsWhatWasCommitted(t *testing.T) {
 		}
 		close(f.hold) // ... and commits after all
 		bg := context.Background()
-		if err := q.recorder("laptop").MarkArchived(bg, []claim.Source{src("laptop", "a.md")}); err != nil {
+		if err := q.Recorder("laptop").MarkArchived(bg, []claim.Source{src("laptop", "a.md")}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.recorder("server").RecordSources(bg, "run", []claim.Source{src("server", "bad.md")}); err == nil {
+		if _, err := q.Recorder("server").RecordSources(bg, "run", []claim.Source{src("server", "bad.md")}); err == nil {
 			t.Fatal("the poisoned write was committed")
 		}
-		q.stop()
-		if s, a := q.recordedFor("laptop"); s != 2 || a != 1 {
+		q.Stop()
+		if s, a := q.RecordedFor("laptop"); s != 2 || a != 1 {
 			t.Errorf("laptop: stored %d, archived %d; want 2 and 1", s, a)
 		}
-		if s, a := q.recordedFor("server"); s != 0 || a != 0 {
+		if s, a := q.RecordedFor("server"); s != 0 || a != 0 {
 			t.Errorf("server: stored %d, archived %d for a write that failed", s, a)
 		}
 	})

@@ -1,4 +1,4 @@
-package handoff
+package worker
 
 import (
 	"bufio"
@@ -12,27 +12,25 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 )
 
-// session is a host whose connection stays open after its pull, until
-// its mirror is published (or skipped): publishing reuses it.
-type session struct {
+// Session is a host whose connection stays open after its pull, until
+// its mirror is published (or the session closed): publishing reuses it.
+type Session struct {
 	publish func(ctx context.Context, job mirror.Job) mirror.Result
 	close   func()
 }
 
-// inboxPaths are the inboxes a host's pull found, for its writer's
-// guide.
-func inboxPaths(rep claim.HostReport) []string {
-	var inboxes []string
-	for _, in := range rep.Inboxes {
-		inboxes = append(inboxes, in.Path)
-	}
-	return inboxes
+// Publish publishes the host's mirror over the pull's connection, then
+// closes the session.
+func (s *Session) Publish(ctx context.Context, job mirror.Job) mirror.Result {
+	return s.publish(ctx, job)
 }
+
+// Close ends the session without publishing.
+func (s *Session) Close() { s.close() }
 
 // workerSession is the parent's end of a worker kept for publishing: the
 // worker has sent its pull report and waits for a mirror.Job on stdin.

@@ -1,4 +1,4 @@
-package handoff
+package worker
 
 import (
 	"bufio"
@@ -9,14 +9,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 
 	"github.com/handoff-sync/handoff/claim"
 )
 
 // A worker records what it stores and archives through the run that
 // started it, over a connection of its own (a socket pair; the worker's
-// end is its file descriptor 3): the run's recordQueue is the ledger's one
+// end is its file descriptor 3): the run's RecordQueue is the ledger's one
 // writer. Each message is a frame, a 4-byte length and that many bytes of
 // JSON; calls carry an id, and a worker may have several in flight.
 
@@ -263,4 +265,35 @@ func serveRecords(ctx context.Context, conn net.Conn, rec claim.Recorder) error 
 			writeFrame(conn, rep) // a worker gone has no use for it
 		})
 	}
+}
+
+// recordsPair makes a worker's records connection: the run's end, and the
+// file to hand the worker as its descriptor recordsFD.
+func recordsPair() (net.Conn, *os.File, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("records connection: %w", err)
+	}
+	child := os.NewFile(uintptr(fds[1]), "records")
+	conn, err := fileConn(os.NewFile(uintptr(fds[0]), "records"))
+	if err != nil {
+		child.Close()
+		return nil, nil, fmt.Errorf("records connection: %w", err)
+	}
+	return conn, child, nil
+}
+
+// fileConn turns a socket's file into a net.Conn, and closes the file.
+func fileConn(f *os.File) (net.Conn, error) {
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+// RecordsConn is a worker's end of its records connection.
+func RecordsConn() (net.Conn, error) {
+	conn, err := fileConn(os.NewFile(recordsFD, "records"))
+	if err != nil {
+		return nil, fmt.Errorf("worker: the records connection (descriptor %d): %w; a worker is started by handoff sync, not by hand", recordsFD, err)
+	}
+	return conn, nil
 }

@@ -1,4 +1,4 @@
-package handoff
+package worker
 
 import (
 	"context"

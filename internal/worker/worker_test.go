@@ -1,15 +1,20 @@
-package handoff
+package worker
 
 import (
+	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/handoff-sync/handoff/mirror"
 )
 
-// TestRelayLogProgress: a worker's progress lines become "pulling" updates
-// for Options.Progress (and stay in the log); nothing else does, and
-// nonsense counts read as 0.
+// TestRelayLogProgress: a worker's progress lines become progress
+// updates (the run's "pulling" state) and stay in the log; nothing else
+// does, and nonsense counts read as 0.
 func TestRelayLogProgress(t *testing.T) {
 	in := strings.Join([]string{
 		`{"time":"t","level":"DEBUG","msg":"progress","host":"laptop","inboxes":2,"pulled":5}`,
@@ -17,11 +22,11 @@ func TestRelayLogProgress(t *testing.T) {
 		`not json`,
 		`{"level":"DEBUG","msg":"progress","inboxes":-3,"pulled":"many"}`,
 	}, "\n") + "\n"
-	var got []HostProgress
+	var got [][2]int
 	var logged strings.Builder
 	log := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	relayLog(strings.NewReader(in), "laptop", log, func(p HostProgress) { got = append(got, p) })
-	want := []HostProgress{{Host: "laptop", State: "pulling", Inboxes: 2, Pulled: 5}, {Host: "laptop", State: "pulling"}}
+	relayLog(strings.NewReader(in), "laptop", log, func(inboxes, pulled int) { got = append(got, [2]int{inboxes, pulled}) })
+	want := [][2]int{{2, 5}, {0, 0}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("progress %+v, want %+v", got, want)
 	}
@@ -52,5 +57,32 @@ func TestReadWorkerBounded(t *testing.T) {
 	}
 	if in.Len() != 0 {
 		t.Errorf("%d bytes left unread", in.Len())
+	}
+}
+
+// TestWireNames: the JSON names of the jobs a parent sends its worker
+// stay what they are, so that a worker and a parent agree on every field
+// (a worker refuses a job with a field it does not know).
+func TestWireNames(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want []string
+	}{
+		{Job{Spool: "s", BaseSpool: "b", RunID: "r", WalkHint: "w", DryRun: true, Mirror: true},
+			[]string{"base_spool", "dry_run", "host", "mirror", "run_id", "spool", "walk_hint"}},
+		{mirror.Job{Skip: true, Workspace: "ws", StateFile: "st", Canonical: "c", RunID: "r", Now: time.Unix(0, 0), DryRun: true, WorkspaceID: "id", Adopt: true},
+			[]string{"adopt", "canonical", "dry_run", "now", "run_id", "skip", "state_file", "workspace", "workspace_id"}},
+	} {
+		data, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, c.want) {
+			t.Errorf("%T on the wire has %q, want %q", c.v, got, c.want)
+		}
 	}
 }
