@@ -1,23 +1,17 @@
 package handoff
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
-	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
-	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/worker"
@@ -87,6 +81,58 @@ type HostProgress struct {
 // when the run could not start (lock held, workspace unusable) or its
 // bookkeeping failed; host failures are in the receipt.
 func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
+	ru, err := newRun(opts)
+	if err != nil {
+		return nil, err
+	}
+	// One run at a time, and only in a workspace with an identity.
+	ident, unlock, err := setup.Lock(ru.wsDir, opts.DryRun, lockWhat(opts.Hosts))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	ru.start(ctx, ident.ID)
+	defer ru.startPing() // a run that ends early still lets it finish
+	defer ru.close()
+	if err := ru.open(ctx); err != nil {
+		return nil, err
+	}
+	stored, pulled := ru.startPulls(ctx)
+	ru.ingest(ctx, stored, pulled)
+	ru.noteInterruption(ctx)
+	ru.recordRejects(ctx)
+	ru.publish(ctx)
+	ru.judge()
+	ru.notify(ctx)
+	return ru.writeReceipt(ctx)
+}
+
+// run is one sync as it goes: Sync calls its methods in the pipeline's
+// order, each one step, and each leaves here what the later ones need.
+type run struct {
+	opts   Options
+	hosts  []manifest.HostConfig
+	wsDir  string
+	runLog *limitedBuffer // the receipt's log
+	log    *slog.Logger
+
+	b         *receipts.Builder
+	r         *receipts.Receipt
+	startPing func() error // waits for the start ping, once, and says how it went
+	st        *state
+	ing       *ingest.Ingester
+
+	reports  []claim.HostReport
+	sessions []*worker.Session // by host: kept for publishing its mirror
+	entries  []ingest.Entry
+	ingErr   error
+	stopped  error // the cause, when the run was interrupted
+}
+
+// newRun checks the options and fills in their defaults, selects the
+// hosts and the workspace, and makes the run's log: latest.log's, and
+// opts.Log's when set.
+func newRun(opts Options) (*run, error) {
 	m := opts.Manifest
 	if m == nil {
 		return nil, &UsageError{Msg: "no manifest"}
@@ -101,150 +147,240 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	if err != nil {
 		return nil, err
 	}
-
 	runLog := &limitedBuffer{max: maxRunLog}
 	handlers := []slog.Handler{slog.NewTextHandler(runLog, &slog.HandlerOptions{Level: slog.LevelInfo})}
 	if opts.Log != nil {
 		handlers = append(handlers, opts.Log.Handler())
 	}
-	log := slog.New(slog.NewMultiHandler(handlers...))
+	return &run{opts: opts, hosts: hosts, wsDir: wsDir, runLog: runLog, log: slog.New(slog.NewMultiHandler(handlers...)),
+		startPing: func() error { return nil }}, nil
+}
 
-	ident, unlock, err := setup.Lock(wsDir, opts.DryRun, lockWhat(opts.Hosts))
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-
+// start begins the receipt and sends the heartbeat's start ping.
+func (ru *run) start(ctx context.Context, workspaceID string) {
+	m, opts := ru.opts.Manifest, ru.opts
 	started := opts.Now().UTC()
 	mode := receipts.ModeApply
 	if opts.DryRun {
 		mode = receipts.ModeDryRun
 	}
-	b := receipts.NewBuilder(newRunID(started), mode, started, receipts.Manifest{Path: m.Path, SHA256: m.SHA256}, wsDir, ident.ID)
-	r := b.Receipt()
-	log.Info("run started", "run", r.RunID, "mode", r.Mode, "workspace", wsDir, "hosts", len(hosts))
-	notify := func(err error) {
-		if b.NotifyFailed(err) {
-			log.Warn("heartbeat ping failed", "err", err)
-		}
-	}
+	ru.b = receipts.NewBuilder(newRunID(started), mode, started, receipts.Manifest{Path: m.Path, SHA256: m.SHA256}, ru.wsDir, workspaceID)
+	ru.r = ru.b.Receipt()
+	ru.log.Info("run started", "run", ru.r.RunID, "mode", ru.r.Mode, "workspace", ru.wsDir, "hosts", len(ru.hosts))
 	// The start ping goes out while the run works: it is an HTTPS request
 	// (a TLS handshake, on a laptop's slow link several round trips) that
 	// would otherwise come before every pull. The finish ping waits for
 	// it, so the monitor sees the two in order, and a run that ends early
 	// still lets it finish.
-	startPing := func() error { return nil }
 	if opts.Notifier != nil && !opts.DryRun {
 		sent := make(chan error, 1)
 		go func() { sent <- opts.Notifier.Start(ctx) }()
 		var once sync.Once
 		var startErr error
-		startPing = func() error {
+		ru.startPing = func() error {
 			once.Do(func() { startErr = <-sent })
 			return startErr
 		}
-		defer startPing()
 	}
+}
 
-	st, err := openState(wsDir, opts.DryRun)
+// open opens the ledger, the spool and the ingester, forgets the walk
+// hints of hosts gone from the manifest, and records the run's start.
+func (ru *run) open(ctx context.Context) error {
+	st, err := openState(ru.wsDir, ru.opts.DryRun)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer st.close()
-	if !opts.DryRun {
-		claim.ForgetWalkHints(st.walksDir, hostNames(m.Hosts), log)
+	ru.st = st
+	if !ru.opts.DryRun {
+		claim.ForgetWalkHints(st.walksDir, hostNames(ru.opts.Manifest.Hosts), ru.log)
 	}
-	if err := st.led.StartRun(ctx, r.RunID, r.Mode); err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+	if err := st.led.StartRun(ctx, ru.r.RunID, ru.r.Mode); err != nil {
+		return fmt.Errorf("ledger: %w", err)
 	}
-
-	ing, err := ingest.New(ingest.Options{Workspace: wsDir, RunID: r.RunID, DryRun: opts.DryRun, Log: log}, st.led, st.spool)
+	ing, err := ingest.New(ingest.Options{Workspace: ru.wsDir, RunID: ru.r.RunID, DryRun: ru.opts.DryRun, Log: ru.log}, st.led, st.spool)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer ing.Close()
+	ru.ing = ing
+	st.closers = append(st.closers, ing.Close) // closed first
+	return nil
+}
 
-	// Ingest while the pulls run: whatever a host has stored is applied
-	// while the others are still pulling, and one last pass after the
-	// pulls applies the rest. Only the ingester writes the workspace.
-	stored := make(chan struct{}, 1)
-	pullOpts := opts
+// close closes what open opened: the ingester, then the state.
+func (ru *run) close() {
+	if ru.st != nil {
+		ru.st.close()
+	}
+}
+
+// startPulls starts every host's pull, in workers, at most opts.Parallel
+// at once, recording through the run's one writer. stored has a value
+// when a host has stored something since the last look; pulled is
+// closed once every pull is done and the writer stopped.
+func (ru *run) startPulls(ctx context.Context) (stored <-chan struct{}, pulled <-chan struct{}) {
+	storedc := make(chan struct{}, 1)
+	pullOpts := ru.opts
 	pullOpts.Progress = func(p HostProgress) {
 		if p.Pulled > 0 {
 			select {
-			case stored <- struct{}{}:
+			case storedc <- struct{}{}:
 			default:
 			}
 		}
-		if opts.Progress != nil {
-			opts.Progress(p)
+		if ru.opts.Progress != nil {
+			ru.opts.Progress(p)
 		}
 	}
-	var reports []claim.HostReport
-	var sessions []*worker.Session
-	pulled := make(chan struct{})
-	st.records = worker.StartRecordQueue(st.led, r.RunID, log)
+	done := make(chan struct{})
+	ru.st.records = worker.StartRecordQueue(ru.st.led, ru.r.RunID, ru.log)
 	go func() {
-		defer close(pulled)
-		reports, sessions = pullAll(ctx, hosts, pullOpts, st.puller(pullOpts, r.RunID, log))
-		st.records.Stop()
+		defer close(done)
+		ru.reports, ru.sessions = pullAll(ctx, ru.hosts, pullOpts, ru.st.puller(pullOpts, ru.r.RunID, ru.log))
+		ru.st.records.Stop()
 	}()
-	entries, ingErr := ingestWhilePulling(ctx, ing, stored, pulled)
+	return storedc, done
+}
+
+// ingest applies what the hosts store while they pull: whatever a host
+// has stored is applied while the others are still pulling, and one last
+// pass after the pulls applies the rest. Only the ingester writes the
+// workspace. The receipt gets every host and every handoff.
+func (ru *run) ingest(ctx context.Context, stored, pulled <-chan struct{}) {
+	ru.entries, ru.ingErr = ingestWhilePulling(ctx, ru.ing, stored, pulled)
 	<-pulled
-	for _, rep := range reports {
+	for _, rep := range ru.reports {
 		// The run's own account of what each pull recorded, not the
 		// worker's report: a worker killed part way (the run interrupted,
 		// its deadline passed) reports nothing it stored.
 		h := hostEntry(rep)
-		h.Stored, h.Archived = st.records.RecordedFor(rep.Name)
-		b.AddHost(h, h.Stored)
+		h.Stored, h.Archived = ru.st.records.RecordedFor(rep.Name)
+		ru.b.AddHost(h, h.Stored)
 	}
-	if ingErr == nil {
+	if ru.ingErr == nil {
 		// Sources stored after the last pass began (or by a host whose
 		// last progress came with its end) are applied now.
 		var more []ingest.Entry
-		more, ingErr = ing.Run(ctx)
-		entries = append(entries, more...)
+		more, ru.ingErr = ru.ing.Run(ctx)
+		ru.entries = append(ru.entries, more...)
 	}
-	b.AddHandoffs(appliedEntries(entries, reports, r.RunID)...)
-	b.AddHandoffs(claimedEntries(reports)...)
-	// A run that is stopped (SIGINT, SIGTERM) still records what it did,
-	// and says that it was stopped.
-	var stopped error
+	ru.b.AddHandoffs(appliedEntries(ru.entries, ru.reports, ru.r.RunID)...)
+	ru.b.AddHandoffs(claimedEntries(ru.reports)...)
+}
+
+// noteInterruption: a run that is stopped (SIGINT, SIGTERM) still
+// records what it did, and says that it was stopped.
+func (ru *run) noteInterruption(ctx context.Context) {
 	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		stopped = context.Cause(ctx)
-		log.Warn("run interrupted", "cause", stopped)
+		ru.stopped = context.Cause(ctx)
+		ru.log.Warn("run interrupted", "cause", ru.stopped)
+	}
+}
+
+// recordRejects records the rejected files in the ledger, for where
+// (not in a dry run), whether or not the run was interrupted.
+func (ru *run) recordRejects(ctx context.Context) {
+	if ru.opts.DryRun {
+		return
 	}
 	books := context.WithoutCancel(ctx)
-	if !opts.DryRun {
-		recordRejects(books, st.led, r.RunID, reports, log)
+	for _, rep := range ru.reports {
+		for _, it := range rep.Items {
+			if it.Result != claim.ResultRejected {
+				continue
+			}
+			if err := ru.st.led.RecordReject(books, ru.r.RunID, it, rep.Name); err != nil {
+				ru.log.Warn("could not record a rejected file", "err", err)
+			}
+		}
 	}
-	publishAll(ctx, hosts, reports, sessions, opts, wsDir, r.RunID, ingErr, b)
-	b.Judge(ingErr)
-	if stopped != nil {
-		b.Interrupted(stopped)
+}
+
+// publish publishes the mirror of every host that kept its session,
+// once the run's ingest is done; when ingest failed, the mirrors are left
+// as they are. A partial host (an inbox it could not archive in) keeps
+// its session and is published; hosts whose pull failed are skipped.
+func (ru *run) publish(ctx context.Context) {
+	opts := ru.opts
+	job := mirror.Job{Workspace: ru.wsDir, WorkspaceID: ru.r.WorkspaceID, Canonical: mirror.CanonicalName(), RunID: ru.r.RunID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
+	adopt := func(host string) bool { return slices.Contains(opts.AdoptMirrors, host) }
+	results := make([]*mirror.Result, len(ru.hosts))
+	interrupted := make([]bool, len(ru.hosts))
+	setup.ForEachHost(ru.hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+		sess := ru.sessions[i]
+		switch {
+		case h.Mirror == nil:
+			return
+		case sess == nil:
+			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "the pull failed: " + ru.reports[i].Error}
+		case ru.ingErr != nil:
+			sess.Close()
+			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "ingest failed; the mirror keeps what it had"}
+		default:
+			j := job
+			j.StateFile = mirror.StateFile(filepath.Join(ru.wsDir, layout.MirrorsDir), h.Name)
+			j.Adopt = adopt(h.Name)
+			res := sess.Publish(ctx, j)
+			if ctx.Err() != nil && res.Outcome != mirror.OutcomeOK {
+				interrupted[i] = true
+				res = interruptedPublish(res, j.StateFile)
+			}
+			results[i] = &res
+		}
+	})
+	for i, res := range results {
+		if res == nil {
+			continue
+		}
+		ru.b.SetMirror(ru.hosts[i].Name, receipts.Mirror{Outcome: res.Outcome, Dir: res.Dir, Sent: nonNil(res.Sent), Removed: nonNil(res.Removed),
+			Bytes: res.Bytes, Generation: res.Generation, Error: res.Error, Interrupted: interrupted[i]})
 	}
-	if ingErr != nil {
-		log.Error("ingest failed", "err", ingErr)
+}
+
+// judge gives the run its outcome.
+func (ru *run) judge() {
+	ru.b.Judge(ru.ingErr)
+	if ru.stopped != nil {
+		ru.b.Interrupted(ru.stopped)
 	}
-	if opts.Notifier != nil && !opts.DryRun {
-		notify(startPing())
-		notify(opts.Notifier.Finish(ctx, r.Outcome == receipts.OutcomeOK, r.Summary()))
+	if ru.ingErr != nil {
+		ru.log.Error("ingest failed", "err", ru.ingErr)
 	}
-	b.Finish(opts.Now())
-	log.Info("run finished", "run", r.RunID, "outcome", r.Outcome, "status", r.Status)
-	if opts.DryRun {
+}
+
+// notify sends the heartbeat's finish ping, after the start ping; the
+// receipt records a ping that failed, so this comes before it is written.
+func (ru *run) notify(ctx context.Context) {
+	if ru.opts.Notifier == nil || ru.opts.DryRun {
+		return
+	}
+	failed := func(err error) {
+		if ru.b.NotifyFailed(err) {
+			ru.log.Warn("heartbeat ping failed", "err", err)
+		}
+	}
+	failed(ru.startPing())
+	failed(ru.opts.Notifier.Finish(ctx, ru.r.Outcome == receipts.OutcomeOK, ru.r.Summary()))
+}
+
+// writeReceipt ends the receipt and, unless a dry run, writes it with
+// the run's log and records the run's end in the ledger.
+func (ru *run) writeReceipt(ctx context.Context) (*receipts.Receipt, error) {
+	r := ru.r
+	ru.b.Finish(ru.opts.Now())
+	ru.log.Info("run finished", "run", r.RunID, "outcome", r.Outcome, "status", r.Status)
+	if ru.opts.DryRun {
 		return r, nil
 	}
-	logBytes := runLog.buf.Bytes()
-	if runLog.over {
+	logBytes := ru.runLog.buf.Bytes()
+	if ru.runLog.over {
 		logBytes = append(logBytes, fmt.Sprintf("… log truncated at %d bytes\n", maxRunLog)...)
 	}
-	path, err := receipts.Write(filepath.Join(wsDir, layout.ReceiptsDir), r, logBytes)
+	path, err := receipts.Write(filepath.Join(ru.wsDir, layout.ReceiptsDir), r, logBytes)
 	if err != nil {
 		return r, err
 	}
-	if err := st.led.FinishRun(books, r.RunID, r.Outcome, r.Status, path); err != nil {
+	if err := ru.st.led.FinishRun(context.WithoutCancel(ctx), r.RunID, r.Outcome, r.Status, path); err != nil {
 		return r, fmt.Errorf("ledger: %w", err)
 	}
 	return r, nil
@@ -310,20 +446,6 @@ func claimedEntries(reports []claim.HostReport) []receipts.Handoff {
 	return out
 }
 
-// recordRejects records the rejected files in the ledger, for where.
-func recordRejects(ctx context.Context, led *ledger.Ledger, runID string, reports []claim.HostReport, log *slog.Logger) {
-	for _, rep := range reports {
-		for _, it := range rep.Items {
-			if it.Result != claim.ResultRejected {
-				continue
-			}
-			if err := led.RecordReject(ctx, runID, it, rep.Name); err != nil {
-				log.Warn("could not record a rejected file", "err", err)
-			}
-		}
-	}
-}
-
 func hostEntry(rep claim.HostReport) receipts.Host {
 	h := receipts.Host{Name: rep.Name, Transport: rep.Transport, Outcome: rep.Outcome, Error: rep.Error, Inboxes: []receipts.Inbox{}, ItemsDropped: rep.ItemsDropped, Quirks: rep.Quirks}
 	for _, in := range rep.Inboxes {
@@ -363,46 +485,6 @@ func pullHost(ctx context.Context, h manifest.HostConfig, opts Options, pl *work
 	return rep, sess
 }
 
-// publishAll publishes the mirror of every host that kept its session,
-// once the run's ingest is done; when ingest failed, the mirrors are left
-// as they are. A partial host (an inbox it could not archive in) keeps
-// its session and is published; hosts whose pull failed are skipped.
-func publishAll(ctx context.Context, hosts []manifest.HostConfig, reports []claim.HostReport, sessions []*worker.Session, opts Options, wsDir, runID string, ingErr error, b *receipts.Builder) {
-	job := mirror.Job{Workspace: wsDir, WorkspaceID: b.Receipt().WorkspaceID, Canonical: mirror.CanonicalName(), RunID: runID, Now: opts.Now().UTC(), DryRun: opts.DryRun}
-	adopt := func(host string) bool { return slices.Contains(opts.AdoptMirrors, host) }
-	results := make([]*mirror.Result, len(hosts))
-	interrupted := make([]bool, len(hosts))
-	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
-		sess := sessions[i]
-		switch {
-		case h.Mirror == nil:
-			return
-		case sess == nil:
-			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "the pull failed: " + reports[i].Error}
-		case ingErr != nil:
-			sess.Close()
-			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "ingest failed; the mirror keeps what it had"}
-		default:
-			j := job
-			j.StateFile = mirror.StateFile(filepath.Join(wsDir, layout.MirrorsDir), h.Name)
-			j.Adopt = adopt(h.Name)
-			res := sess.Publish(ctx, j)
-			if ctx.Err() != nil && res.Outcome != mirror.OutcomeOK {
-				interrupted[i] = true
-				res = interruptedPublish(res, j.StateFile)
-			}
-			results[i] = &res
-		}
-	})
-	for i, res := range results {
-		if res == nil {
-			continue
-		}
-		b.SetMirror(hosts[i].Name, receipts.Mirror{Outcome: res.Outcome, Dir: res.Dir, Sent: nonNil(res.Sent), Removed: nonNil(res.Removed),
-			Bytes: res.Bytes, Generation: res.Generation, Error: res.Error, Interrupted: interrupted[i]})
-	}
-}
-
 // interruptedPublish is the result of a publish the run's interruption
 // (SIGINT, SIGTERM) stopped: what the publisher says it did, kept as it
 // is so that the receipt agrees with the host, and an error that says
@@ -424,122 +506,4 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-// state is the workspace's .handoff directory as a run uses it. The paths
-// let a worker process open the same spool and walk hints; it records
-// through records.
-type state struct {
-	led        *ledger.Ledger
-	records    *worker.RecordQueue // the run's one writer of its pulls' records
-	spool      spool.Store
-	ledgerPath string
-	spoolDir   string
-	baseSpool  string // dry run: the real spool, read-only
-	walksDir   string // the hosts' walk hints (read-only in a dry run)
-	closers    []func() error
-}
-
-// puller is how the run's pulls are made: in workers (opts.Worker) or in
-// this process, recording through the run's queue, and telling
-// opts.Progress of a worker's progress as a "pulling" update.
-func (s *state) puller(opts Options, runID string, log *slog.Logger) *worker.Puller {
-	return &worker.Puller{Binary: opts.Worker, Dial: opts.Dial, Spool: s.spool, SpoolDir: s.spoolDir, BaseSpool: s.baseSpool,
-		WalksDir: s.walksDir, Records: s.records, RunID: runID, DryRun: opts.DryRun, Now: opts.Now, Log: log,
-		Progress: func(host string, inboxes, pulled int) {
-			opts.Progress(HostProgress{Host: host, State: "pulling", Inboxes: inboxes, Pulled: pulled})
-		}}
-}
-
-func (s *state) close() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		s.closers[i]()
-	}
-}
-
-// openState opens the ledger and spool. A dry run works on a scratch copy of
-// the ledger and a scratch spool layered over the real one, all in a
-// temporary directory, so that nothing under the workspace changes.
-func openState(ws string, dryRun bool) (*state, error) {
-	st := &state{ledgerPath: filepath.Join(ws, layout.LedgerFile), spoolDir: filepath.Join(ws, layout.SpoolDir), walksDir: filepath.Join(ws, layout.WalksDir)}
-	if dryRun {
-		tmp, err := os.MkdirTemp("", "handoff-dry-run-")
-		if err != nil {
-			return nil, err
-		}
-		st.closers = append(st.closers, func() error { return os.RemoveAll(tmp) })
-		if err := ledger.Copy(st.ledgerPath, filepath.Join(tmp, "ledger.db")); err != nil {
-			st.close()
-			return nil, fmt.Errorf("dry run: %w", err)
-		}
-		st.baseSpool = st.spoolDir
-		st.ledgerPath, st.spoolDir = filepath.Join(tmp, "ledger.db"), filepath.Join(tmp, "spool")
-	}
-	if !dryRun {
-		// Under the lock and before any worker starts: the only moment a
-		// temporary file in the spool is surely a crashed writer's.
-		sp, err := spool.Open(st.spoolDir)
-		if err != nil {
-			return nil, err
-		}
-		_, err = sp.RemoveTemps()
-		sp.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	sp, closeSpool, err := spool.OpenLayered(st.spoolDir, st.baseSpool)
-	if err != nil {
-		st.close()
-		return nil, err
-	}
-	st.spool = sp
-	st.closers = append(st.closers, closeSpool)
-	led, err := ledger.Open(st.ledgerPath)
-	if err != nil {
-		st.close()
-		return nil, err
-	}
-	st.led = led
-	st.closers = append(st.closers, led.Close)
-	return st, nil
-}
-
-// hostNames are the names of the manifest's hosts.
-func hostNames(hosts []manifest.Host) []string {
-	names := make([]string, len(hosts))
-	for i, h := range hosts {
-		names[i] = h.Name
-	}
-	return names
-}
-
-// lockWhat is what a sync writes into the lock file (setup.Holder).
-func lockWhat(hosts []string) string {
-	what := "sync"
-	for _, h := range hosts {
-		what += " --host " + h
-	}
-	return what
-}
-
-func newRunID(t time.Time) string {
-	var b [3]byte
-	rand.Read(b[:])
-	return t.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// limitedBuffer keeps at most max bytes and remembers if more came.
-type limitedBuffer struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if b.buf.Len()+len(p) > b.max {
-		b.over = true
-		return len(p), nil
-	}
-	return b.buf.Write(p)
 }
