@@ -1,0 +1,15 @@
+// Package prune is `handoff prune`: it deletes what is old enough and no
+// longer needed, on every host and in the workspace.
+//
+// Guarantees:
+//   - On a host it removes only archived handoffs in processed/ that the
+//     ledger says were archived before the cutoff; never anything in
+//     malformed/, never an inbox file, never anything below a symlink.
+//   - In the workspace it removes spool copies of handoffs that were
+//     ingested, and old per-run receipts; never the exact bytes of a
+//     handoff that still waits for a person, or that was rejected or
+//     superseded less than --older-than ago; never a review draft,
+//     latest.*, the newest receipt or the newest failed run's.
+//   - It takes the workspace lock, refuses a directory that is no
+//     workspace, and with --dry-run writes nothing anywhere.
+package prune
