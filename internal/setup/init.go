@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/durable"
@@ -25,6 +26,14 @@ import (
 func Init(ctx context.Context, dir string, now time.Time) (id workspace.Identity, made bool, err error) {
 	if id, err := workspace.Read(dir); err == nil || !errors.Is(err, workspace.ErrNoIdentity) {
 		return id, false, err
+	}
+	// A workspace inside another one would be a second memory in the
+	// first one's tree (a typo such as ~/ws/ws): refused.
+	for d := filepath.Dir(dir); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if workspace.Has(d) {
+			return workspace.Identity{}, false, &workspace.Error{Path: dir, Err: fmt.Errorf("it is inside the workspace %s", workspace.Tilde(d)),
+				Fix: fmt.Sprintf("a workspace holds one memory: use %s itself (handoff init --workspace %s says so), or a directory outside it", workspace.Tilde(d), workspace.Tilde(d))}
+		}
 	}
 	origin := workspace.OriginAdopted
 	fi, err := os.Stat(dir)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,4 +163,27 @@ func TestLockRefusesAMismatchedLedger(t *testing.T) {
 	delete(before, layout.LockFile)
 	delete(after, layout.LockFile)
 	testenv.SameTree(t, "a refused Lock", before, after)
+}
+
+// TestInitRefusesNesting: a directory inside a workspace is never made a
+// workspace of its own (a typo such as ~/ws/ws would start a second
+// memory inside the first). Invariant: nothing is created.
+func TestInitRefusesNesting(t *testing.T) {
+	ctx := context.Background()
+	outer := filepath.Join(testenv.RealTempDir(t), "ws")
+	if _, _, err := setup.Init(ctx, outer, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before := testenv.TreeHash(t, outer)
+	inner := filepath.Join(outer, "ws")
+	var we *workspace.Error
+	if _, _, err := setup.Init(ctx, inner, time.Now()); !errors.As(err, &we) || !strings.Contains(err.Error(), "inside the workspace") {
+		t.Fatalf("Init inside a workspace = %v; want a *workspace.Error saying it is inside one", err)
+	}
+	if after := testenv.TreeHash(t, outer); after != before {
+		t.Error("a refused init changed the outer workspace")
+	}
+	if _, err := os.Stat(inner); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused init made %s: %v", inner, err)
+	}
 }
