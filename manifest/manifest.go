@@ -50,6 +50,9 @@ type Manifest struct {
 	Defaults  Defaults `json:"defaults,omitzero"`
 	Notify    Notify   `json:"notify,omitzero"`
 	Hosts     []Host   `json:"hosts"`
+	// Repos names repositories, joins clones that have no common origin,
+	// and keeps repositories private to their hosts (repos.go).
+	Repos []Repo `json:"repos,omitempty"`
 
 	// WorkspaceRaw is the workspace as written (or the default), before
 	// "~" expansion.
@@ -125,6 +128,10 @@ type Discover struct {
 	Root string `json:"root"`
 	// MaxDepth overrides the host's max_depth for this root.
 	MaxDepth *int `json:"max_depth,omitempty"`
+	// Private keeps every repository found under this root private to
+	// its host: none of its handoffs is published to another host's
+	// mirror.
+	Private bool `json:"private,omitempty"`
 }
 
 // SSH says how to reach an ssh host. Empty fields are left to ssh_config
@@ -170,6 +177,7 @@ type HostConfig struct {
 type DiscoverRoot struct {
 	Root     string
 	MaxDepth int
+	Private  bool
 }
 
 // DefaultPath returns where the manifest lives by default:
@@ -266,7 +274,7 @@ func (m *Manifest) Effective(h Host) HostConfig {
 		StaleAfter:  deref(Duration{DefaultStaleAfter}, h.StaleAfter, d.StaleAfter).Duration,
 	}
 	for _, r := range h.Discover {
-		c.Discover = append(c.Discover, DiscoverRoot{Root: r.Root, MaxDepth: deref(c.MaxDepth, r.MaxDepth)})
+		c.Discover = append(c.Discover, DiscoverRoot{Root: r.Root, MaxDepth: deref(c.MaxDepth, r.MaxDepth), Private: r.Private})
 	}
 	if h.SSH != nil {
 		s := *h.SSH

@@ -17,7 +17,8 @@ const (
 )
 
 // DefaultMirrorInclude returns what a mirror holds when include is left
-// out: cards and documents.
+// out: cards and documents. Repos is never a default: a host's mirror
+// holds repos/ only when its include asks for it.
 func DefaultMirrorInclude() []string { return []string{MirrorCards, MirrorDocuments} }
 
 // Mirror configures the read-only copy of canonical memory that handoff
@@ -28,7 +29,8 @@ type Mirror struct {
 	// Path is the mirror directory on the host, absolute or starting
 	// with "~/".
 	Path string `json:"path"`
-	// Include lists what is mirrored: cards, documents or both.
+	// Include lists what is mirrored: cards, documents, repos (each
+	// repository's recent handoffs), or some of them.
 	Include []string `json:"include,omitempty"`
 	// Off is set by "mirror: false".
 	Off bool `json:"-"`
@@ -74,8 +76,8 @@ type MirrorConfig struct {
 	Include []string
 }
 
-// Includes reports whether the mirror holds what (MirrorCards or
-// MirrorDocuments).
+// Includes reports whether the mirror holds what (MirrorCards,
+// MirrorDocuments or MirrorRepos).
 func (c *MirrorConfig) Includes(what string) bool {
 	return c != nil && slices.Contains(c.Include, what)
 }
@@ -114,14 +116,14 @@ func (v *validator) mirror(name, at string, m *Mirror, inboxes []string) {
 	seen := map[string]bool{}
 	if m.Include != nil && len(m.Include) == 0 {
 		v.report(FieldError{Host: name, Field: at + ".include", Msg: "is an empty list",
-			Hint: "list cards, documents or both, or leave include out for both"})
+			Hint: "list cards, documents, repos, or some of them; or leave include out for cards and documents"})
 	}
 	for i, what := range m.Include {
 		field := fmt.Sprintf("%s.include[%d]", at, i)
 		switch {
-		case what != MirrorCards && what != MirrorDocuments:
+		case what != MirrorCards && what != MirrorDocuments && what != MirrorRepos:
 			v.report(FieldError{Host: name, Field: field, Value: what, Msg: fmt.Sprintf("%q is not something a mirror holds", what),
-				Hint: "list cards, documents or both"})
+				Hint: "list cards, documents, repos, or some of them"})
 		case seen[what]:
 			v.report(FieldError{Host: name, Field: field, Value: what, Msg: fmt.Sprintf("%q is listed twice", what), Hint: "remove the duplicate"})
 		}

@@ -88,6 +88,7 @@ func (v *validator) manifest(m *Manifest) {
 		}
 		v.host(i, h)
 	}
+	v.repos(m)
 }
 
 // host checks hosts[i].
