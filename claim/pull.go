@@ -213,7 +213,9 @@ func (p *puller) run(ctx context.Context) error {
 			return err
 		}
 	}
+	repos := p.startRepoReads(ctx, work)
 	err = p.pipeline(ctx, work)
+	repos.finish(p, work)
 	for _, in := range work {
 		if d := p.deferred[in.Path]; d[ReasonTooYoung]+d[ReasonChanging] > 0 {
 			p.log.Info("deferred to a later run", "host", p.cfg.Host, "inbox", in.Path, "too_young", d[ReasonTooYoung], "changing", d[ReasonChanging])

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/handoff-sync/handoff/internal/repoid"
 )
 
 // Inbox states as they appear in receipts.
@@ -87,6 +89,10 @@ type Config struct {
 	// memos of the git indexes it read or found unchanged, for the next
 	// run's Hint. It is not called when discovery fails.
 	Walked func(Hint)
+	// Repos: read the identity (repoid.Read) of each repository one of
+	// whose inboxes holds a handoff, alongside the pull, for the
+	// inboxes' reports.
+	Repos bool
 	// Progress, when set, is told how many inboxes have been scanned and
 	// how many handoffs stored so far: after discovery, after each stored
 	// batch and after each inbox. Nil: nothing is reported.
@@ -141,6 +147,9 @@ type HostReport struct {
 	// Unarchived are stored sources whose archive failed (Inbox, Name
 	// and Error set): they stay in their inbox for the next run.
 	Unarchived []Item `json:"unarchived,omitempty"`
+	// Home is the login's home on the host, when repositories' identities
+	// were read (Config.Repos), for the manifest's "~" paths.
+	Home string `json:"home,omitempty"`
 }
 
 // InboxReport is one inbox as the receipt shows it.
@@ -153,6 +162,9 @@ type InboxReport struct {
 	Ignored []string `json:"ignored,omitempty"` // quoted names that are not plain *.md names (at most MaxIgnored)
 	// IgnoredCount counts every such name, also those beyond MaxIgnored.
 	IgnoredCount int `json:"ignored_count,omitempty"`
+	// Repo is the identity of the inbox's repository, read when the inbox
+	// held a handoff in this pull (Config.Repos); nil otherwise.
+	Repo *repoid.Identity `json:"repo,omitempty"`
 }
 
 // MaxIgnored bounds how many ignored names a report lists, so that a

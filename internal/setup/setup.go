@@ -186,7 +186,7 @@ func SSHConfig(h manifest.HostConfig) (sshfs.Config, error) {
 func ClaimConfig(h manifest.HostConfig, log *slog.Logger) claim.Config {
 	cfg := claim.Config{
 		Host: h.Name, Transport: h.Transport, Harnesses: h.Harnesses, Inboxes: h.Inboxes,
-		MaxFileSize: h.MaxFileSize, Settle: h.Settle, Log: log,
+		MaxFileSize: h.MaxFileSize, Settle: h.Settle, Log: log, Repos: true,
 	}
 	for _, d := range h.Discover {
 		cfg.Roots = append(cfg.Roots, claim.Root{Path: d.Root, MaxDepth: d.MaxDepth})
