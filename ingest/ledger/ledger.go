@@ -113,6 +113,8 @@ var migrations = []string{
 	migrationVersions,
 	// 5: the workspace's identity.
 	migrationIdentity,
+	// 6: inboxes' repositories and handoffs' threads (repos.go).
+	migrationRepos,
 }
 
 // Plan states.

@@ -1,0 +1,239 @@
+package ledger
+
+// Repositories and threads: which repository each inbox belongs to, as
+// the pulls found it (internal/repoid), and which earlier handoff each
+// handoff continues. The mirror's repos/ and `handoff where` read them
+// (internal/continuity; docs/design.md, "Continuity").
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/handoff-sync/handoff/receipts"
+)
+
+// migrationRepos is the inbox_repos and threads tables (migration 6).
+// An inbox's row is its repository as the newest pull that read it
+// found it; a handoff's thread row names what it continues, as its
+// Continues section wrote it, normalized (ingest.ContinuesKey).
+const migrationRepos = `CREATE TABLE inbox_repos (
+		host    TEXT NOT NULL,
+		inbox   TEXT NOT NULL,
+		repo    TEXT NOT NULL,
+		origin  TEXT NOT NULL DEFAULT '',
+		problem TEXT NOT NULL DEFAULT '',
+		home    TEXT NOT NULL DEFAULT '',
+		run_id  TEXT NOT NULL,
+		seen_at TEXT NOT NULL,
+		PRIMARY KEY (host, inbox)
+	);
+	CREATE TABLE threads (
+		sha256    TEXT PRIMARY KEY,
+		continues TEXT NOT NULL
+	);
+	CREATE INDEX threads_continues ON threads (continues);`
+
+// InboxRepo is an inbox's repository as a pull found it.
+type InboxRepo struct {
+	Host, Inbox string
+	// Repo is the repository directory on the host; Origin its normalized
+	// origin remote ("" when none); Problem why the origin could not be
+	// read; Home the login's home on the host then ("" when unknown).
+	Repo, Origin, Problem, Home string
+	RunID                       string
+	SeenAt                      time.Time
+}
+
+// RecordRepos records what a run's pulls found of the inboxes'
+// repositories, replacing what earlier runs found of the same inboxes.
+func (l *Ledger) RecordRepos(ctx context.Context, runID string, rows []InboxRepo) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	tx, err := l.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: record repositories: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, `INSERT INTO inbox_repos (host, inbox, repo, origin, problem, home, run_id, seen_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (host, inbox) DO UPDATE SET repo = excluded.repo, origin = excluded.origin, problem = excluded.problem,
+			home = excluded.home, run_id = excluded.run_id, seen_at = excluded.seen_at`)
+	if err != nil {
+		return fmt.Errorf("ledger: record repositories: %w", err)
+	}
+	defer st.Close()
+	at := now()
+	for _, r := range rows {
+		if _, err := st.ExecContext(ctx, r.Host, r.Inbox, r.Repo, r.Origin, r.Problem, r.Home, runID, at); err != nil {
+			return fmt.Errorf("ledger: record repositories: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger: record repositories: %w", err)
+	}
+	return nil
+}
+
+// RecordThreads records, for each handoff by SHA-256, the key of the
+// earlier handoff it continues. A handoff's bytes never change, so a
+// recorded row is kept as it is.
+func (l *Ledger) RecordThreads(ctx context.Context, continues map[string]string) error {
+	if len(continues) == 0 {
+		return nil
+	}
+	tx, err := l.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("ledger: record threads: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, `INSERT INTO threads (sha256, continues) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING`)
+	if err != nil {
+		return fmt.Errorf("ledger: record threads: %w", err)
+	}
+	defer st.Close()
+	for sha, key := range continues {
+		if _, err := st.ExecContext(ctx, sha, key); err != nil {
+			return fmt.Errorf("ledger: record threads: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger: record threads: %w", err)
+	}
+	return nil
+}
+
+// InboxRepos returns every inbox's recorded repository, by host and inbox.
+func (l *Ledger) InboxRepos(ctx context.Context) ([]InboxRepo, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT host, inbox, repo, origin, problem, home, run_id, seen_at
+		FROM inbox_repos ORDER BY host, inbox`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: repositories: %w", err)
+	}
+	defer rows.Close()
+	var out []InboxRepo
+	for rows.Next() {
+		var r InboxRepo
+		var at string
+		if err := rows.Scan(&r.Host, &r.Inbox, &r.Repo, &r.Origin, &r.Problem, &r.Home, &r.RunID, &at); err != nil {
+			return nil, fmt.Errorf("ledger: repositories: %w", err)
+		}
+		r.SeenAt = parseTime(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: repositories: %w", err)
+	}
+	return out, nil
+}
+
+// RepoSource is a stored source of an inbox whose repository is known,
+// with what became of its content and what it continues.
+type RepoSource struct {
+	SourceRecord
+	// Continues is the thread key it names (RecordThreads), "" for none.
+	Continues string
+}
+
+// RepoSources returns the sources of inboxes with a recorded repository
+// stored at or after since, newest first, at most limit of them; `handoff
+// import processed` records (result legacy) are not among them.
+func (l *Ledger) RepoSources(ctx context.Context, since time.Time, limit int) ([]RepoSource, error) {
+	rows, err := l.db.QueryContext(ctx, `SELECT
+			t.id, t.sha256, t.size, t.host, t.inbox, t.name, t.archived_as, t.stored_at, t.stored_run, t.result, t.reason,
+			h.source_id, h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256,
+			COALESCE(th.continues, '')
+		FROM sources t
+		JOIN inbox_repos r ON r.host = t.host AND r.inbox = t.inbox
+		LEFT JOIN handoffs h ON h.sha256 = t.sha256
+		LEFT JOIN threads th ON th.sha256 = t.sha256
+		WHERE t.result != ?
+		ORDER BY t.id DESC
+		LIMIT ?`, receipts.ResultLegacy, limit)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: repository sources: %w", err)
+	}
+	defer rows.Close()
+	var out []RepoSource
+	for rows.Next() {
+		var s RepoSource
+		var storedAt string
+		var hSource sql.NullInt64
+		var hResult, hReason, hAction, hTarget, hBefore, hAfter sql.NullString
+		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &storedAt, &s.StoredRun, &s.Result, &s.Reason,
+			&hSource, &hResult, &hReason, &hAction, &hTarget, &hBefore, &hAfter, &s.Continues); err != nil {
+			return nil, fmt.Errorf("ledger: repository sources: %w", err)
+		}
+		s.StoredAt = parseTime(storedAt)
+		if s.StoredAt.Before(since) {
+			// Sources are stored in id order: every later row is older.
+			break
+		}
+		if hSource.Valid {
+			s.Content = &ContentRecord{SourceID: hSource.Int64, Result: hResult.String, Reason: hReason.String, Action: hAction.String,
+				Target: hTarget.String, BeforeSHA256: hBefore.String, AfterSHA256: hAfter.String}
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: repository sources: %w", err)
+	}
+	return out, nil
+}
+
+// ThreadsNaming returns, by SHA-256, the handoffs whose thread row names
+// one of keys: the file names, archived names and hashes by which a
+// handoff can be continued. A key of hex digits also matches a thread row
+// holding a prefix of it (a Continues section may give a hash's start).
+func (l *Ledger) ThreadsNaming(ctx context.Context, names []string, sha string) (map[string]string, error) {
+	var conds []string
+	var args []any
+	if len(names) > 0 {
+		conds = append(conds, "continues IN (?"+strings.Repeat(", ?", len(names)-1)+")")
+		for _, n := range names {
+			args = append(args, n)
+		}
+	}
+	if sha != "" {
+		conds = append(conds, "(length(continues) >= ? AND continues NOT GLOB '*[^0-9a-f]*' AND substr(?, 1, length(continues)) = continues)")
+		args = append(args, MinSHAPrefix, strings.ToLower(sha))
+	}
+	if len(conds) == 0 {
+		return nil, nil
+	}
+	rows, err := l.db.QueryContext(ctx, `SELECT sha256, continues FROM threads WHERE `+strings.Join(conds, " OR "), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: threads: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var s, c string
+		if err := rows.Scan(&s, &c); err != nil {
+			return nil, fmt.Errorf("ledger: threads: %w", err)
+		}
+		out[s] = c
+	}
+	return out, rows.Err()
+}
+
+// ThreadsNaming is the ledger's (see Ledger.ThreadsNaming).
+func (v *View) ThreadsNaming(ctx context.Context, names []string, sha string) (map[string]string, error) {
+	return v.l.ThreadsNaming(ctx, names, sha)
+}
+
+// Continues returns the thread key a handoff names, "" for none.
+func (v *View) Continues(ctx context.Context, sha string) (string, error) {
+	var c string
+	err := v.l.db.QueryRowContext(ctx, `SELECT continues FROM threads WHERE sha256 = ?`, sha).Scan(&c)
+	if err == sql.ErrNoRows {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("ledger: threads: %w", err)
+	}
+	return c, nil
+}
