@@ -23,7 +23,9 @@ func Unfilled(data []byte) bool { return fillRE.Match(data) }
 
 // Template returns a skeleton handoff of the given kind for a writer to
 // fill in: every <FILL: …> replaced (optional sections may be deleted
-// instead), it is a valid handoff of that kind.
+// instead), it is a valid handoff of that kind. Open questions, Next
+// steps and Reviewer notes hold "(none)", a placeholder that reads as
+// absent, for the writer to replace with a list.
 func Template(kind string) (string, error) {
 	head := `# Memory Handoff
 
@@ -55,7 +57,15 @@ tags: ["<FILL: one tag>"]
 
 <FILL: the card's text, as it should be saved>
 `
+	// The continuity sections come filled with a placeholder, which
+	// reads as absent: a template left as it is never shows them.
 	tail := `
+## Open questions
+(none)
+
+## Next steps
+(none)
+
 ## Reviewer notes
 (none)
 `

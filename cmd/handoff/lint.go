@@ -20,6 +20,8 @@ type lintResult struct {
 	File     string        `json:"file"`
 	OK       bool          `json:"ok"`
 	Problems []lintProblem `json:"problems"`
+	// Warnings never make lint fail (a Continues it cannot follow).
+	Warnings []lintProblem `json:"warnings,omitempty"`
 }
 
 type lintProblem struct {
@@ -42,7 +44,12 @@ docs/mirror.md) also checks a card handoff against the card as canonical
 memory has it: an update-card whose expected hash is not the mirror's card's
 is a hash-conflict (the writer saw an older card), an update of a card the
 mirror lacks is card-missing, and a create-card of a card the mirror has is
-card-exists.`,
+card-exists.
+
+The continuity sections (Open questions, Next steps, Continues) never
+make a file fail: they never change how it is routed. A Continues that
+names no earlier handoff (by its file name or SHA-256) is a warning,
+continues-unclear, printed as FILE: warning: CODE: MESSAGE.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if mirrorDir != "" {
@@ -65,7 +72,11 @@ card-exists.`,
 				if mirrorDir != "" && len(probs) == 0 {
 					probs = append(probs, againstMirror(data, mirrorDir)...)
 				}
-				results = append(results, lintResult{File: name, OK: len(probs) == 0, Problems: probs})
+				var warns []lintProblem
+				for _, p := range ingest.LintWarnings(data) {
+					warns = append(warns, lintProblem{Reason: p.Reason, Field: p.Field, Message: p.Message})
+				}
+				results = append(results, lintResult{File: name, OK: len(probs) == 0, Problems: probs, Warnings: warns})
 				bad = bad || len(probs) > 0
 			}
 			if asJSON {
@@ -81,6 +92,9 @@ card-exists.`,
 					}
 					for _, p := range r.Problems {
 						fmt.Fprintf(g.stdout, "%s: %s: %s\n", r.File, p.Reason, p.Message)
+					}
+					for _, p := range r.Warnings {
+						fmt.Fprintf(g.stdout, "%s: warning: %s: %s\n", r.File, p.Reason, p.Message)
 					}
 				}
 			}

@@ -1,0 +1,126 @@
+package ingest
+
+import (
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// The continuity sections (Open questions, Next steps, Continues) carry a
+// repository's working context from one agent to the next, on any host:
+// the mirror's repos/ shows them (docs/mirror.md). They never change how
+// a handoff is routed and never enter a card or a document.
+
+// WarnContinuesUnclear is the code of a lint warning: a Continues section
+// that names no handoff `where` or repos/ could follow.
+const WarnContinuesUnclear = "continues-unclear"
+
+// maxContinuesKey bounds a thread key: a file name is at most 255 bytes.
+const maxContinuesKey = 255
+
+// ContinuesKey returns the key by which a Continues section names the
+// earlier handoff: a SHA-256 or its start (4 to 64 hex digits),
+// lowercased, or a file name as found in an inbox or archived there
+// (<stem>.md, <stem>.<sha12>.md), without any directory and with ".md"
+// added when it was left off. Backticks or quotes around it and a "- "
+// list marker are dropped; only the first line counts. "" when the
+// section names nothing usable.
+func ContinuesKey(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	line = strings.TrimSpace(listMarkerRE.ReplaceAllString(line, ""))
+	line = strings.Trim(line, "`\"' ")
+	if line == "" || !utf8.ValidString(line) || strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return ""
+	}
+	if i := strings.LastIndexByte(line, '/'); i >= 0 {
+		line = line[i+1:]
+	}
+	if isHex(line) && len(line) >= 4 && len(line) <= 64 {
+		return strings.ToLower(line)
+	}
+	if strings.ContainsAny(line, " \t") || line == "." || line == ".." || strings.HasPrefix(line, ".") {
+		return ""
+	}
+	if !strings.HasSuffix(line, ".md") {
+		line += ".md"
+	}
+	if len(line) > maxContinuesKey {
+		return ""
+	}
+	return line
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// ContinuityWarnings are lint's notes on the continuity sections: they
+// never make a handoff fail lint (the sections never change routing),
+// but a Continues that names nothing cannot be followed.
+func (h *Handoff) ContinuityWarnings() []Problem {
+	c := h.Continues
+	if c == "" || ContinuesKey(c) != "" {
+		return nil
+	}
+	return []Problem{problemf(WarnContinuesUnclear, SectionContinues,
+		"%q names no handoff: give the earlier handoff's file name (%s) or its SHA-256 (or its first 12 hex digits), alone on the line",
+		clip(c), "2026-04-20-1537-short-slug.md")}
+}
+
+// WithheldReason returns why a handoff's text may not be shown to agents
+// on other hosts, as the mirror's repos/ would show it (its title,
+// summary, durable facts, open questions and next steps): it holds
+// hidden characters, looks like a secret, or tells the reading agent to
+// disregard its instructions. "" when it may be shown.
+func (h *Handoff) WithheldReason() string {
+	raw := h.raw
+	if raw == "" {
+		raw = h.joinSections()
+	}
+	if hiddenProblem(raw) != nil {
+		return ReasonHiddenCharacters
+	}
+	if secretProblem(raw) != nil {
+		return ReasonSecretLike
+	}
+	if !screenInjection {
+		return ""
+	}
+	text := strings.Join([]string{h.Title, h.Summary, sectionText(h.Sections, SectionDurableFacts),
+		strings.Join(h.OpenQuestions, "\n"), strings.Join(h.NextSteps, "\n")}, "\n")
+	lower := foldForTest(text)
+	for _, p := range injectionPatterns {
+		if mayMatch(lower, p.need) && p.re().MatchString(text) {
+			return ReasonInjectionLike
+		}
+	}
+	return ""
+}
+
+// Harness returns the harness directory of an inbox path
+// (<repo>/<harness>/memory-handoffs), or "".
+func Harness(inbox string) string {
+	if path.Base(inbox) != "memory-handoffs" {
+		return ""
+	}
+	h := path.Base(path.Dir(inbox))
+	if !strings.HasPrefix(h, ".") || h == "." || h == ".." {
+		return ""
+	}
+	return h
+}
+
+// LintWarnings returns lint's warnings for a file: notes that do not make
+// it fail (ContinuityWarnings). A file that does not parse has none.
+func LintWarnings(data []byte) []Problem {
+	h, err := Parse(data)
+	if err != nil {
+		return nil
+	}
+	return h.ContinuityWarnings()
+}
