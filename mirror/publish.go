@@ -125,6 +125,7 @@ type publisher struct {
 	next *State
 	dir  string // absolute
 	home string
+	dirs []string // the mirror's directories this publish lists, parents first (layoutDirs)
 
 	mu      sync.Mutex
 	sent    map[string]bool // written and renamed into place
@@ -158,6 +159,7 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 		return res, fmt.Errorf("%q is not an absolute path", dir)
 	}
 	p.dir = dir
+	p.dirs = p.layoutDirs()
 	if dir == "/" || dir == p.home || strings.HasPrefix(strings.TrimSuffix(p.home, "/")+"/", dir+"/") {
 		return res, fmt.Errorf("%s is the login's home directory or above it; a mirror needs a directory of its own", dir)
 	}
@@ -177,11 +179,11 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 	ro.ListParents = p.prev.Dir != dir || p.prev.Generation == 0
 	var (
 		wg        sync.WaitGroup
-		lists     = make([]listing, len(dirs))
+		lists     = make([]listing, len(p.dirs))
 		maxListed = 2*len(files) + 1000
 		rootErr   error
 	)
-	for i, d := range dirs {
+	for i, d := range p.dirs {
 		wg.Go(func() {
 			ents, err := p.fsys.ReadDir(ctx, path.Join(dir, d), maxListed)
 			lists[i] = listing{ents, err}
@@ -269,7 +271,7 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 				prove(f.Path, fi)
 			}
 		}
-		for i, d := range dirs[1:] {
+		for i, d := range p.dirs[1:] {
 			if lists[i+1].err == nil && into[d] {
 				prove(d, transport.FileInfo{Mode: fs.ModeDir})
 			}
@@ -492,7 +494,7 @@ func (p *publisher) fileSet() ([]File, error) {
 		if d == "" {
 			d = "."
 		}
-		if !slices.Contains(dirs, d) || oddName(base) || ours(base) || base == SumsFile || base == InfoFile {
+		if !slices.Contains(p.dirs, d) || oddName(base) || ours(base) || base == SumsFile || base == InfoFile {
 			return nil, fmt.Errorf("internal error: %q is not a name a mirror holds", f.Path)
 		}
 		if i > 0 && files[i-1].Path == f.Path {
@@ -515,7 +517,7 @@ func (p *publisher) checkListings(lists []listing, files []File) (map[string]tra
 	}
 	remote := map[string]transport.FileInfo{}
 	leftovers := map[string]transport.FileInfo{}
-	for i, d := range dirs {
+	for i, d := range p.dirs {
 		l := lists[i]
 		if errors.Is(l.err, transport.ErrNotExist) {
 			continue
@@ -536,7 +538,7 @@ func (p *publisher) checkListings(lists []listing, files []File) (map[string]tra
 				}
 			case !e.IsRegular():
 				return nil, nil, fmt.Errorf("%s is a %s; a mirror holds only regular files and directories", full, transport.Kind(e.Mode))
-			case slices.Contains(dirs, rel):
+			case slices.Contains(p.dirs, rel):
 				return nil, nil, fmt.Errorf("%s is a file where the mirror keeps a directory", full)
 			case ours(e.Name):
 				leftovers[rel] = e
@@ -571,7 +573,7 @@ func (p *publisher) mkdirs(ctx context.Context, lists []listing, sends []File) e
 			need[d] = true
 		}
 	}
-	for i, d := range dirs {
+	for i, d := range p.dirs {
 		if d == "." || !need[d] || lists[i].err == nil {
 			continue
 		}
