@@ -1,0 +1,21 @@
+// Package continuity carries a repository's working context from one
+// agent to the next, on any host: it records which repository each inbox
+// belongs to (as the pulls found it) and which handoff continues which,
+// and builds, for each host whose mirror includes repos, the files of
+// its repos/ (mirror.ReposFiles) from the ledger and the spool.
+//
+// Guarantees:
+//   - Privacy is decided from the manifest at every build: a handoff
+//     from an inbox under a private discover root of its host, or of a
+//     repository whose repos entry is private, goes into no other host's
+//     files; neither does a handoff of a host the manifest no longer
+//     names, nor anything about an inbox whose home is unknown when a
+//     private root is written with "~".
+//   - Build only reads (the ledger, the spool); Record writes only the
+//     ledger's inbox_repos and threads rows. Neither touches the
+//     workspace's memory, and a failure of either is the caller's to log:
+//     it never blocks ingest.
+//   - Reads are bounded: at most maxSources ledger rows, spool files of
+//     at most maxHandoff bytes parsed, and the files mirror.ReposFiles
+//     bounds.
+package continuity
