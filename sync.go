@@ -12,6 +12,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
+	"github.com/handoff-sync/handoff/internal/continuity"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/worker"
@@ -101,6 +102,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	ru.ingest(ctx, stored, pulled)
 	ru.noteInterruption(ctx)
 	ru.recordRejects(ctx)
+	ru.continuity(ctx)
 	ru.publish(ctx)
 	ru.judge()
 	ru.notify(ctx)
@@ -127,6 +129,10 @@ type run struct {
 	entries  []ingest.Entry
 	ingErr   error
 	stopped  error // the cause, when the run was interrupted
+	// repoFiles are each host's repos/ files (internal/continuity);
+	// reposErr why they could not be built.
+	repoFiles map[string][]mirror.File
+	reposErr  error
 }
 
 // newRun checks the options and fills in their defaults, selects the
@@ -296,6 +302,14 @@ func (ru *run) recordRejects(ctx context.Context) {
 	}
 }
 
+// continuity records the repositories the pulls found and the threads
+// the run decided, and builds each host's repos/ files (internal/
+// continuity). A failure never touches ingest.
+func (ru *run) continuity(ctx context.Context) {
+	ru.repoFiles, ru.reposErr = continuity.Run(context.WithoutCancel(ctx), ru.st.led, ru.st.spool, ru.opts.Manifest, ru.hosts, ru.reports,
+		continuity.EntrySHAs(ru.entries), ru.r.RunID, ru.opts.Now(), ru.ingErr == nil, ru.log)
+}
+
 // publish publishes the mirror of every host that kept its session,
 // once the run's ingest is done; when ingest failed, the mirrors are left
 // as they are. A partial host (an inbox it could not archive in) keeps
@@ -316,10 +330,14 @@ func (ru *run) publish(ctx context.Context) {
 		case ru.ingErr != nil:
 			sess.Close()
 			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "ingest failed; the mirror keeps what it had"}
+		case ru.reposErr != nil && h.Mirror.Includes(manifest.MirrorRepos):
+			sess.Close()
+			results[i] = &mirror.Result{Outcome: mirror.OutcomeError, Sent: []string{}, Removed: []string{}, Error: ru.reposErr.Error()}
 		default:
 			j := job
 			j.StateFile = mirror.StateFile(filepath.Join(ru.wsDir, layout.MirrorsDir), h.Name)
 			j.Adopt = adopt(h.Name)
+			j.Files = ru.repoFiles[h.Name]
 			res := sess.Publish(ctx, j)
 			if ctx.Err() != nil && res.Outcome != mirror.OutcomeOK {
 				interrupted[i] = true
@@ -449,7 +467,8 @@ func claimedEntries(reports []claim.HostReport) []receipts.Handoff {
 func hostEntry(rep claim.HostReport) receipts.Host {
 	h := receipts.Host{Name: rep.Name, Transport: rep.Transport, Outcome: rep.Outcome, Error: rep.Error, Inboxes: []receipts.Inbox{}, ItemsDropped: rep.ItemsDropped, Quirks: rep.Quirks}
 	for _, in := range rep.Inboxes {
-		h.Inboxes = append(h.Inboxes, receipts.Inbox{Path: in.Path, State: in.State, Pending: in.Pending, Tracked: in.Tracked, Error: in.Error, Ignored: in.Ignored, IgnoredCount: in.IgnoredCount})
+		h.Inboxes = append(h.Inboxes, receipts.Inbox{Path: in.Path, State: in.State, Pending: in.Pending, Tracked: in.Tracked, Error: in.Error, Ignored: in.Ignored, IgnoredCount: in.IgnoredCount,
+			Repo: continuity.ReceiptRepo(in.Repo)})
 	}
 	return h
 }

@@ -32,7 +32,14 @@ type Job struct {
 	// Adopt publishes over a mirror whose MIRROR.json names another
 	// workspace (sync --adopt-mirror): the mirror is handed over.
 	Adopt bool `json:"adopt,omitempty"`
+	// Files are the host's repos/ files (internal/continuity), for a
+	// mirror that includes repos.
+	Files []File `json:"files,omitempty"`
 }
+
+// MaxJobBytes bounds what a worker reads on stdin: its pull job, then a
+// Job, which may carry repos/ (in base64, a third more).
+const MaxJobBytes = 1<<20 + 2*MaxReposBytes
 
 // PublishHost publishes h's mirror over fsys: the workspace's snapshot
 // and the host's writer's guide (naming inboxes, the inboxes its pull
@@ -62,6 +69,7 @@ func PublishHost(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 	guide := Guide(GuideInput{Host: h.Name, Canonical: job.Canonical, Dir: manifest.ExpandHome(h.Mirror.Path, home),
 		Inboxes: inboxes, Cards: h.Mirror.Includes(manifest.MirrorCards), Documents: h.Mirror.Includes(manifest.MirrorDocuments)})
 	files = append(files, NewFile(GuideFile, guide))
+	files = append(files, job.Files...)
 	prev, err := LoadState(job.StateFile)
 	if err != nil {
 		return fail(err)

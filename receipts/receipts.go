@@ -131,6 +131,16 @@ type Inbox struct {
 	// IgnoredCount counts every ignored name, also those beyond the listed
 	// ones.
 	IgnoredCount int `json:"ignored_count,omitempty"`
+	// Repo is the inbox's repository, read when the inbox held a handoff.
+	Repo *Repo `json:"repo,omitempty"`
+}
+
+// Repo is a repository as a pull found it: its directory on the host,
+// its normalized origin remote, and why the origin could not be read.
+type Repo struct {
+	Path    string `json:"path"`
+	Origin  string `json:"origin,omitempty"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // Handoff is what became of one file.

@@ -45,7 +45,7 @@ type Job struct {
 func Serve(ctx context.Context, r io.Reader, w io.Writer, records net.Conn, log *slog.Logger) error {
 	defer records.Close()
 	var job Job
-	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	dec := json.NewDecoder(io.LimitReader(r, mirror.MaxJobBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("worker: read job: %w", err)
