@@ -38,7 +38,9 @@ func newWhereCmd(g *globals) *cobra.Command {
 			"memory/handoff-inbox/<stem>.<sha12>.md) finds the handoffs whose result names\n" +
 			"it: which wrote it and when, with the before and after hashes, or the handoff\n" +
 			"a review draft came from and why it waits. Files still waiting in an inbox\n" +
-			"are not in the ledger yet. The last line names the workspace and its id (with\n" +
+			"are not in the ledger yet. Threads are followed both ways: the handoff a match\n" +
+			"continues (its ## Continues section) and the handoffs that continue it.\n" +
+			"The last line names the workspace and its id (with\n" +
 			"--json, each match's workspace_id); a directory that is no workspace (see\n" +
 			"`handoff init`) is an error, exit 2, naming the workspaces near it.",
 		Args: cobra.ExactArgs(1),

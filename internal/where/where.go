@@ -85,6 +85,10 @@ type Match struct {
 	// Waiting says the handoff waits for a person: its result is review or
 	// malformed and no decision about it is done or under way.
 	Waiting bool `json:"waiting"`
+	// Continues is the earlier handoff its Continues section names;
+	// ContinuedBy the later ones whose Continues names it (threads.go).
+	Continues   *Thread  `json:"continues,omitempty"`
+	ContinuedBy []Thread `json:"continued_by,omitempty"`
 }
 
 // Decision is one person's decision in `handoff review`.
@@ -198,6 +202,9 @@ func Lookup(ctx context.Context, ws, query string) ([]Match, error) {
 		out = append(out, m)
 	}
 	if err := addDecisions(ctx, v, out); err != nil {
+		return nil, err
+	}
+	if err := addThreads(ctx, v, ws, out); err != nil {
 		return nil, err
 	}
 	for i := range out {

@@ -12,6 +12,8 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/where"
@@ -255,5 +257,48 @@ func TestWhereTarget(t *testing.T) {
 		if ms := drWhere(t, e.WS, q); len(ms) != 0 {
 			t.Errorf("%q: %+v, want nothing", q, ms)
 		}
+	}
+}
+
+// TestWhereThreads: where follows Continues both ways: a handoff names the
+// one it continues (by file name, or by the start of its hash), and the
+// one continued names those that continue it; a handoff stored before
+// threads were recorded (no thread row) is read from the spool instead.
+func TestWhereThreads(t *testing.T) {
+	e := newDrEnv(t, "")
+	first := testenv.Doc("TOOLS.md", "- first")
+	e.Put(e.Inbox, "2026-12-01-first.md", first)
+	e.sync()
+	second := testenv.Handoff("Type", "workflow", "Title", "t", "Summary", "s", "Recommended memory action", "no-card",
+		"Target document", "TOOLS.md", "Suggested document content", "- second", "Continues", "2026-12-01-first")
+	third := testenv.Handoff("Type", "workflow", "Title", "t", "Summary", "s", "Recommended memory action", "no-card",
+		"Target document", "TOOLS.md", "Suggested document content", "- third", "Continues", drSha12(second))
+	e.Put(e.Inbox2, "2026-12-02-second.md", second)
+	e.Put(e.Inbox, "2026-12-03-third.md", third)
+	e.sync()
+
+	ms := drWhere(t, e.WS, "2026-12-01-first.md")
+	if len(ms) != 1 || ms[0].Continues != nil || len(ms[0].ContinuedBy) != 1 || ms[0].ContinuedBy[0].Sources[0].Name != "2026-12-02-second.md" {
+		t.Fatalf("first: %+v", ms)
+	}
+	ms = drWhere(t, e.WS, "2026-12-02-second.md")
+	if c := ms[0].Continues; c == nil || c.Key != "2026-12-01-first.md" || len(c.Sources) != 1 || c.Sources[0].Name != "2026-12-01-first.md" {
+		t.Fatalf("second continues %+v", ms[0].Continues)
+	}
+	if by := ms[0].ContinuedBy; len(by) != 1 || by[0].Key != drSha12(second) || by[0].Sources[0].Name != "2026-12-03-third.md" {
+		t.Fatalf("second continued by %+v", by)
+	}
+	// Without its thread row, the spool says what third continues.
+	l, err := ledger.Open(filepath.Join(e.WS, layout.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DB().Exec(`DELETE FROM threads WHERE sha256 = ?`, testenv.Sum(third)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	ms = drWhere(t, e.WS, "2026-12-03-third.md")
+	if c := ms[0].Continues; c == nil || len(c.Sources) != 1 || c.Sources[0].Name != "2026-12-02-second.md" {
+		t.Fatalf("third continues %+v", ms[0].Continues)
 	}
 }

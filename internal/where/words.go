@@ -99,6 +99,7 @@ func WriteMatch(w io.Writer, m Match) {
 		arch += " (rename not confirmed yet; the next sync finishes it)"
 	}
 	line("archived as", "%s", arch)
+	writeThreads(line, m)
 	line("sha256", "%s (%d bytes)", m.SHA256, m.Size)
 	line("stored", "%s by run %s", ts(m.StoredAt), m.StoredRun)
 	if m.Result != "" {
@@ -144,4 +145,31 @@ func noteOf(n string) string {
 		return ""
 	}
 	return fmt.Sprintf(", note %q", n)
+}
+
+// writeThreads prints what a match continues and what continues it.
+func writeThreads(line func(label, format string, args ...any), m Match) {
+	if t := m.Continues; t != nil {
+		if len(t.Sources) == 0 {
+			line("continues", "%s (no handoff of that name or hash in the ledger)", claim.Printable(t.Key))
+		}
+		for _, s := range t.Sources {
+			line("continues", "%s: %s:%s (%s)", claim.Printable(t.Key), claim.Printable(s.Host), claim.Printable(s.Path), resultText(s))
+		}
+	}
+	for _, t := range m.ContinuedBy {
+		for _, s := range t.Sources {
+			line("continued by", "%s:%s (%s)", claim.Printable(s.Host), claim.Printable(s.Path), resultText(s))
+		}
+	}
+}
+
+func resultText(s Source) string {
+	switch {
+	case s.Result == "":
+		return "not ingested yet"
+	case s.Reason != "":
+		return s.Result + ", " + s.Reason
+	}
+	return s.Result
 }
