@@ -67,7 +67,8 @@ func PublishHost(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 		return fail(err)
 	}
 	guide := Guide(GuideInput{Host: h.Name, Canonical: job.Canonical, Dir: manifest.ExpandHome(h.Mirror.Path, home),
-		Inboxes: inboxes, Cards: h.Mirror.Includes(manifest.MirrorCards), Documents: h.Mirror.Includes(manifest.MirrorDocuments)})
+		Inboxes: inboxes, Cards: h.Mirror.Includes(manifest.MirrorCards), Documents: h.Mirror.Includes(manifest.MirrorDocuments),
+		Repos: h.Mirror.Includes(manifest.MirrorRepos)})
 	files = append(files, NewFile(GuideFile, guide))
 	files = append(files, job.Files...)
 	prev, err := LoadState(job.StateFile)

@@ -26,7 +26,9 @@ func newInstructionsCmd(g *globals) *cobra.Command {
 		Long: `instructions prints the block to put in the agent instruction file (CLAUDE.md,
 AGENTS.md) on a writer host: write a memory handoff at the end of substantial
 work, into which inbox, and, when the host has a mirror, read canonical memory
-from it and take update-card hashes from its SHA256SUMS. The inboxes are those
+from it and take update-card hashes from its SHA256SUMS; when the mirror
+includes repos, run handoff context when a session starts; and fill Open
+questions and Next steps when it stops. The inboxes are those
 the last sync found on the host (run ` + "`handoff sync`" + ` first for a new host).
 
 With --harness only that harness's inboxes are named (.claude for Claude Code,
@@ -54,6 +56,7 @@ With --harness only that harness's inboxes are named (.claude for Claude Code,
 			if h.Mirror != nil {
 				in.Dir = h.Mirror.Path
 				in.Cards, in.Documents = h.Mirror.Includes(manifest.MirrorCards), h.Mirror.Includes(manifest.MirrorDocuments)
+				in.Repos = h.Mirror.Includes(manifest.MirrorRepos)
 			}
 			if rc, err := receipts.Read(filepath.Join(m.Workspace, layout.ReceiptsDir, "latest.json")); err == nil {
 				for _, rh := range rc.Hosts {

@@ -1,0 +1,184 @@
+package continuity
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/handoff-sync/handoff/internal/repoid"
+	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
+	"github.com/handoff-sync/handoff/transport"
+)
+
+// Bounds on what `handoff context` reads from the mirror.
+const (
+	maxInfo   = 64 << 10
+	maxIndex  = 8 << 20
+	maxRecent = 1 << 20
+	// rereads bounds how often a publish seen under way is waited out.
+	rereads = 3
+)
+
+// Why there is no context to print.
+var (
+	// ErrNotRepository: no directory from here up holds .git or an inbox.
+	ErrNotRepository = errors.New("not inside a repository")
+	// ErrNoMirror: the mirror directory holds no MIRROR.json.
+	ErrNoMirror = errors.New("no mirror")
+	// ErrNoRepos: the mirror holds no repos/ (its host does not ask for it).
+	ErrNoRepos = errors.New("the mirror holds no repos/")
+	// ErrNotInMirror: repos/ does not list this repository.
+	ErrNotInMirror = errors.New("the repository is not in the mirror")
+)
+
+// ContextError is why `handoff context` has nothing to print, with what
+// to do about it.
+type ContextError struct {
+	Err  error // one of the Err values above
+	Msg  string
+	Hint string
+}
+
+func (e *ContextError) Error() string { return e.Msg }
+func (e *ContextError) Unwrap() error { return e.Err }
+
+// ContextResult is a repository's recent handoffs as the local mirror
+// has them.
+type ContextResult struct {
+	Repo       repoid.Identity `json:"repository"`
+	Slug       string          `json:"slug"`
+	Mirror     string          `json:"mirror"`
+	Host       string          `json:"host"` // this host's name in the manifest, as MIRROR.json says
+	Generation int64           `json:"generation"`
+	// Complete is false when a publish was still under way after a few
+	// tries: the text may be a mix of two publishes.
+	Complete bool   `json:"complete"`
+	File     string `json:"file"`
+	Text     string `json:"text"`
+}
+
+// Context finds the repository holding dir (the nearest directory from
+// dir up holding .git, or a harness's memory-handoffs inbox), works out
+// its identity from its own git config as the canonical host does
+// (repoid.Read), and reads its repos/<slug>/RECENT.md from the mirror at
+// mirrorDir, looked up in repos/INDEX.json by origin, else by this
+// host's name and the repository's path. Every read is bounded and
+// follows no final symlink. A *ContextError says why there is nothing.
+func Context(ctx context.Context, fsys transport.FS, dir, mirrorDir string) (*ContextResult, error) {
+	repo, err := findRepo(ctx, fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	id := repoid.Read(ctx, fsys, repo)
+	res := &ContextResult{Repo: id, Mirror: mirrorDir}
+	for try := 0; ; try++ {
+		info, err := readInfo(ctx, fsys, mirrorDir)
+		if err != nil {
+			return res, err
+		}
+		res.Host, res.Generation, res.Complete = info.Host, info.Generation, info.Complete
+		slug, err := lookup(ctx, fsys, mirrorDir, id, info.Host)
+		if err != nil {
+			return res, err
+		}
+		res.Slug = slug
+		res.File = path.Join(mirrorDir, mirror.ReposDir, slug, mirror.RecentFile)
+		data, _, err := fsys.ReadFile(ctx, res.File, maxRecent)
+		if err != nil {
+			return res, &ContextError{Err: ErrNotInMirror, Msg: fmt.Sprintf("context: repos/INDEX.json lists %s, but %s cannot be read: %v", slug, res.File, err),
+				Hint: "a publish may be under way; run handoff context again in a moment"}
+		}
+		res.Text = string(data)
+		again, err := readInfo(ctx, fsys, mirrorDir)
+		if err == nil && again.Complete && info.Complete && again.Generation == info.Generation {
+			return res, nil
+		}
+		if try+1 >= rereads || ctx.Err() != nil {
+			res.Complete = false
+			return res, nil
+		}
+	}
+}
+
+// findRepo returns the nearest directory from dir up that holds .git
+// (a directory, a gitdir file, or a symlink, which repoid then reports)
+// or a harness's inbox.
+func findRepo(ctx context.Context, fsys transport.FS, dir string) (string, error) {
+	dir = filepath.ToSlash(filepath.Clean(dir))
+	for d := dir; ; d = path.Dir(d) {
+		if _, err := fsys.Lstat(ctx, path.Join(d, ".git")); err == nil {
+			return d, nil
+		}
+		for _, h := range manifest.DefaultHarnesses() {
+			if fi, err := fsys.Lstat(ctx, path.Join(d, h, "memory-handoffs")); err == nil && fi.IsDir() {
+				return d, nil
+			}
+		}
+		if d == "/" || d == "." {
+			break
+		}
+	}
+	return "", &ContextError{Err: ErrNotRepository, Msg: fmt.Sprintf("context: %s is not inside a repository (no .git and no memory-handoffs inbox in it or above it)", dir),
+		Hint: "run handoff context in the repository you work in (its top directory or below)"}
+}
+
+func readInfo(ctx context.Context, fsys transport.FS, dir string) (*mirror.Info, error) {
+	name := path.Join(dir, mirror.InfoFile)
+	data, _, err := fsys.ReadFile(ctx, name, maxInfo)
+	if err != nil {
+		return nil, &ContextError{Err: ErrNoMirror, Msg: fmt.Sprintf("context: no mirror at %s (%v)", dir, err),
+			Hint: "give the mirror directory with --mirror DIR (the manifest's mirror.path for this host); a host gets a mirror once the canonical host's manifest gives it one and a sync has run"}
+	}
+	var info mirror.Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, &ContextError{Err: ErrNoMirror, Msg: fmt.Sprintf("context: %s is damaged: %v", name, err),
+			Hint: "the next sync rewrites it; run handoff context again after it"}
+	}
+	return &info, nil
+}
+
+// lookup finds the repository's slug in repos/INDEX.json.
+func lookup(ctx context.Context, fsys transport.FS, dir string, id repoid.Identity, host string) (string, error) {
+	name := path.Join(dir, mirror.ReposDir, mirror.IndexJSON)
+	data, _, err := fsys.ReadFile(ctx, name, maxIndex)
+	if errors.Is(err, transport.ErrNotExist) {
+		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: the mirror at %s holds no repos/", dir),
+			Hint: "on the canonical host, add repos to this host's mirror include in the manifest (include: [cards, documents, repos]) and run handoff sync"}
+	}
+	if err != nil {
+		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: read %s: %v", name, err), Hint: "run handoff context again after the next sync"}
+	}
+	var idx mirror.Index
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: %s is damaged: %v", name, err), Hint: "the next sync rewrites it"}
+	}
+	for _, r := range idx.Repos {
+		if id.Origin != "" && slices.Contains(r.Origins, id.Origin) {
+			return checkSlug(r.Slug, name)
+		}
+	}
+	for _, r := range idx.Repos {
+		if slices.Contains(r.Paths, manifest.RepoPath{Host: host, Path: id.Path}) {
+			return checkSlug(r.Slug, name)
+		}
+	}
+	what := id.Path
+	if id.Origin != "" {
+		what += " (origin " + id.Origin + ")"
+	}
+	return "", &ContextError{Err: ErrNotInMirror, Msg: fmt.Sprintf("context: repository %s is not in the mirror: no handoff of it from any host in the last %d days that this host may see",
+		what, int(mirror.DefaultRecent.Age.Hours()/24)),
+		Hint: "nothing was handed off here yet (or it is private to another host); when you stop, write a handoff with ## Open questions and ## Next steps into this repository's inbox, and the next agent here gets it after the next sync"}
+}
+
+func checkSlug(slug, index string) (string, error) {
+	if !manifest.IsRepoSlug(slug) {
+		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: %s names %q, which is no repository slug", index, slug), Hint: "the next sync rewrites it"}
+	}
+	return slug, nil
+}
