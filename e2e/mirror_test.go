@@ -477,3 +477,228 @@ func TestMirrorInterruptedPublishNextSync(t *testing.T) {
 		})
 	}
 }
+
+// contHost is one writer host of TestContinuityOverOpenSSH: its tree
+// under the test's directory, its clones and its mirror.
+type contHost struct {
+	name, root, mirror string
+}
+
+func (h contHost) path(rel string) string { return filepath.Join(h.root, rel) }
+
+// gitClone makes dir a git repository whose origin is url, with real git.
+func gitClone(t *testing.T, dir, url string) {
+	t.Helper()
+	mustMkdir(t, dir)
+	for _, args := range [][]string{{"init", "-q", dir}, {"-C", dir, "remote", "add", "origin", url}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestContinuityOverOpenSSH is issue 33's acceptance over real OpenSSH:
+// two writer hosts hold clones of one repository (one origin, spelt two
+// ways). An agent's handoff with open questions on the laptop is pulled;
+// after the sync, handoff context in the server's clone prints it, with
+// what became of it. A handoff of a repository under the laptop's private
+// discover root, and one of a repository the manifest keeps private,
+// appear on no other host's mirror (checked on each host's file tree);
+// repos/ appears only on the hosts that ask for it; sha256sum -c passes
+// on every mirrored host; an idle sync sends nothing.
+func TestContinuityOverOpenSSH(t *testing.T) {
+	srvA := sshdtest.StartOpenSSH(t, sshdtest.Options{})
+	srvB := sshdtest.StartOpenSSH(t, sshdtest.Options{})
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	root := t.TempDir()
+	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
+	mustMkdir(t, home)
+	laptop := contHost{name: "laptop", root: filepath.Join(root, "laptop"), mirror: filepath.Join(root, "laptop", "mirror")}
+	server := contHost{name: "server", root: filepath.Join(root, "server"), mirror: filepath.Join(root, "server", "mirror")}
+	ci := contHost{name: "ci", root: filepath.Join(root, "ci"), mirror: filepath.Join(root, "ci", "mirror")}
+
+	gitClone(t, laptop.path("code/shop"), "git@github.com:Acme/shop.git")
+	gitClone(t, server.path("src/shop"), "https://github.com/Acme/shop")
+	gitClone(t, ci.path("work/shop"), "ssh://git@github.com/Acme/shop.git")
+	gitClone(t, laptop.path("clients/bank"), "git@github.com:bank/portal.git")
+	gitClone(t, server.path("src/internal"), "git@gitlab.example.com:ops/internal.git")
+	for _, in := range []string{laptop.path("code/shop/.claude/memory-handoffs"), server.path("src/shop/.codex/memory-handoffs"),
+		laptop.path("clients/bank/.claude/memory-handoffs"), server.path("src/internal/.claude/memory-handoffs"), ci.path("work/shop/.claude/memory-handoffs")} {
+		mustMkdir(t, in)
+	}
+
+	const question, step = "Does the checkout need the new tax table?", "Run the checkout e2e against staging"
+	shop := handoff("Type", "decision", "Title", "Checkout moves to the queue", "Summary", "The checkout now posts to the job queue; retries are the worker's.",
+		"Durable facts", "- the queue is at-least-once", "Recommended memory action", "no-card",
+		"Target document", "TOOLS.md", "Suggested document content", "- checkout: the job queue",
+		"Open questions", "- "+question, "Next steps", "- "+step)
+	bank := handoff("Type", "decision", "Title", "BANK-PRIVATE-TITLE", "Summary", "BANK-PRIVATE-SUMMARY",
+		"Recommended memory action", "no-card", "Target document", "TOOLS.md", "Suggested document content", "- bank tool",
+		"Open questions", "- BANK-PRIVATE-QUESTION")
+	internal := handoff("Type", "decision", "Title", "INTERNAL-PRIVATE-TITLE", "Summary", "INTERNAL-PRIVATE-SUMMARY",
+		"Recommended memory action", "no-card", "Target document", "TOOLS.md", "Suggested document content", "- internal tool")
+	mustWrite(t, laptop.path("code/shop/.claude/memory-handoffs/2026-12-01-1000-checkout.md"), shop)
+	mustWrite(t, laptop.path("clients/bank/.claude/memory-handoffs/2026-12-01-1100-bank.md"), bank)
+	mustWrite(t, server.path("src/internal/.claude/memory-handoffs/2026-12-01-1200-internal.md"), internal)
+	for _, h := range []contHost{laptop, server, ci} {
+		mustMkdir(t, h.root)
+	}
+
+	writeManifest(t, manifestPath, ws,
+		hostYAML("laptop", sshBlock(srvA, ""), nil, nil,
+			fmt.Sprintf("discover: [{root: %s, max_depth: 1}, {root: %s, max_depth: 1, private: true}]", laptop.path("code"), laptop.path("clients")),
+			fmt.Sprintf("mirror: {path: %s, include: [cards, documents, repos]}", laptop.mirror)),
+		hostYAML("server", sshBlock(srvB, ""), nil, []string{server.path("src")},
+			fmt.Sprintf("mirror: {path: %s, include: [documents, repos]}", server.mirror)),
+		hostYAML("ci", sshBlock(srvB, ""), nil, []string{ci.path("work")},
+			fmt.Sprintf("mirror: {path: %s}", ci.mirror)))
+	// The manifest keeps the server's internal repository private to it.
+	data, err := os.ReadFile(manifestPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, manifestPath, string(data)+"repos:\n  - origins: [https://gitlab.example.com/ops/internal]\n    private: true\n")
+	env := childEnv(home)
+	if r := runHandoff(t, env, "manifest", "check", manifestPath); r.code != 0 {
+		t.Fatalf("manifest check: %v", r)
+	}
+
+	r := runHandoff(t, env, "sync", "--manifest", manifestPath, "--json")
+	rc := decodeReceipt(t, r)
+	if r.code != 0 || rc.Counts.Pulled != 3 || rc.Counts.Routed != 3 {
+		t.Fatalf("sync: %v\n%+v", r, rc.Counts)
+	}
+	for _, name := range []string{"laptop", "server", "ci"} {
+		if m := receiptHost(t, rc, name).Mirror; m == nil || m.Outcome != mirror.OutcomeOK {
+			t.Fatalf("%s: mirror %+v", name, m)
+		}
+	}
+	for _, in := range receiptHost(t, rc, "laptop").Inboxes {
+		if strings.Contains(in.Path, "code/shop") && (in.Repo == nil || in.Repo.Origin != "github.com/Acme/shop" || in.Repo.Path != laptop.path("code/shop")) {
+			t.Errorf("the laptop's shop inbox: repo %+v", in.Repo)
+		}
+	}
+
+	// The server's agent starts a session in its clone, in a subdirectory.
+	sub := server.path("src/shop/cmd/checkout")
+	mustMkdir(t, sub)
+	cmd := exec.Command(binary(), "context", "--mirror", server.mirror)
+	cmd.Dir, cmd.Env = sub, env
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("handoff context on the server: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"# Recent handoffs: shop", "## Checkout moves to the queue", "from laptop (.claude) · decision",
+		"- " + question, "- " + step, "> - the queue is at-least-once", "- became: routed: appended to TOOLS.md",
+		"- hosts: laptop", "2026-12-01-1000-checkout.md"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("handoff context on the server lacks %q:\n%s", want, out)
+		}
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("handoff context wrote to stderr: %s", stderr.String())
+	}
+	for _, bad := range []string{"BANK-PRIVATE", "INTERNAL-PRIVATE"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("handoff context on the server shows %s", bad)
+		}
+	}
+
+	// Privacy, on each host's file tree: nothing of the laptop's private
+	// root reaches the server or ci, nothing of the server's private
+	// repository reaches the laptop or ci; each host keeps its own.
+	treeText := func(dir string) string {
+		var b strings.Builder
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			b.WriteString(p + "\n")
+			if d.Type().IsRegular() {
+				data, _ := os.ReadFile(p)
+				b.Write(data)
+			}
+			return nil
+		})
+		return b.String()
+	}
+	leaks := map[string][]string{
+		"bank":     {"BANK-PRIVATE", "bank/portal", "clients/bank", "2026-12-01-1100-bank"},
+		"internal": {"INTERNAL-PRIVATE", "ops/internal", "src/internal", "2026-12-01-1200-internal"},
+	}
+	for _, tc := range []struct {
+		h        contHost
+		own, not string
+	}{{laptop, "bank", "internal"}, {server, "internal", "bank"}, {ci, "", "bank"}, {ci, "", "internal"}} {
+		text := treeText(tc.h.mirror)
+		for _, s := range leaks[tc.not] {
+			if strings.Contains(text, s) {
+				t.Errorf("%s's mirror holds %q of the %s repository, private to another host", tc.h.name, s, tc.not)
+			}
+		}
+		if tc.own != "" && !strings.Contains(text, leaks[tc.own][0]) {
+			t.Errorf("%s's mirror lacks its own private %s repository", tc.h.name, tc.own)
+		}
+	}
+
+	// repos/ only where asked; sha256sum -c everywhere.
+	for _, h := range []contHost{laptop, server, ci} {
+		_, err := os.Lstat(filepath.Join(h.mirror, "repos"))
+		if asks := h.name != "ci"; asks != (err == nil) {
+			t.Errorf("%s: repos/ present %v; it asks for it: %v", h.name, err == nil, asks)
+		}
+		c := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+		c.Dir = h.mirror
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("sha256sum -c on %s: %v\n%s", h.name, err, out)
+		}
+		if guide, _ := os.ReadFile(filepath.Join(h.mirror, "HANDOFF.md")); strings.Contains(string(guide), "`handoff context`") != (h.name != "ci") {
+			t.Errorf("%s: HANDOFF.md names handoff context: %v", h.name, !(h.name != "ci"))
+		}
+	}
+	if idx, _ := os.ReadFile(filepath.Join(server.mirror, "repos/INDEX.md")); !strings.Contains(string(idx), "| github.com/Acme/shop | [shop](shop/RECENT.md) | laptop |") {
+		t.Errorf("the server's INDEX.md:\n%s", idx)
+	}
+
+	// The next sync: the server's agent answers and carries the thread on;
+	// the laptop's context then shows both, together.
+	answer := handoff("Type", "decision", "Title", "Tax table checked", "Summary", "The checkout needs the new tax table; added.",
+		"Recommended memory action", "no-card", "Target document", "TOOLS.md", "Suggested document content", "- tax table: v2",
+		"Continues", "2026-12-01-1000-checkout.md", "Next steps", "- tag the release")
+	mustWrite(t, server.path("src/shop/.codex/memory-handoffs/2026-12-02-0900-tax.md"), answer)
+	if r := runHandoff(t, env, "sync", "--manifest", manifestPath); r.code != 0 {
+		t.Fatalf("second sync: %v", r)
+	}
+	cmd = exec.Command(binary(), "context", "--mirror", laptop.mirror)
+	cmd.Dir, cmd.Env = laptop.path("code/shop"), env
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("handoff context on the laptop: %v", err)
+	}
+	for _, want := range []string{"## Thread: Tax table checked (2 handoffs, newest first)", "### Tax table checked", "from server (.codex)",
+		"- continues: `2026-12-01-1000-checkout.md`", "### Checkout moves to the queue", "- hosts: laptop, server"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("handoff context on the laptop lacks %q:\n%s", want, got)
+		}
+	}
+	for _, h := range []contHost{laptop, server, ci} {
+		c := exec.Command("sha256sum", "--strict", "-c", "SHA256SUMS")
+		c.Dir = h.mirror
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("sha256sum -c on %s after the second sync: %v\n%s", h.name, err, out)
+		}
+	}
+
+	// Idle: nothing sent to any host.
+	r = runHandoff(t, env, "sync", "--manifest", manifestPath, "--json")
+	rc = decodeReceipt(t, r)
+	for _, name := range []string{"laptop", "server", "ci"} {
+		if m := receiptHost(t, rc, name).Mirror; m == nil || m.Outcome != mirror.OutcomeOK || len(m.Sent)+len(m.Removed) != 0 {
+			t.Errorf("idle sync, %s: mirror %+v", name, m)
+		}
+	}
+}
