@@ -18,7 +18,11 @@ import (
 // migrationRepos is the inbox_repos and threads tables (migration 6).
 // An inbox's row is its repository as the newest pull that read it
 // found it; a handoff's thread row names what it continues, as its
-// Continues section wrote it, normalized (ingest.ContinuesKey).
+// Continues section wrote it, normalized (ingest.ContinuesKey). Both are
+// WITHOUT ROWID, keyed by what they are looked up by: one b-tree each
+// and no index beside it, so that a new workspace's ledger grows by two
+// pages. threads is small (only handoffs that continue another have a
+// row), so ThreadsNaming scans it.
 const migrationRepos = `CREATE TABLE inbox_repos (
 		host    TEXT NOT NULL,
 		inbox   TEXT NOT NULL,
@@ -29,12 +33,11 @@ const migrationRepos = `CREATE TABLE inbox_repos (
 		run_id  TEXT NOT NULL,
 		seen_at TEXT NOT NULL,
 		PRIMARY KEY (host, inbox)
-	);
+	) WITHOUT ROWID;
 	CREATE TABLE threads (
 		sha256    TEXT PRIMARY KEY,
 		continues TEXT NOT NULL
-	);
-	CREATE INDEX threads_continues ON threads (continues);`
+	) WITHOUT ROWID;`
 
 // InboxRepo is an inbox's repository as a pull found it.
 type InboxRepo struct {
