@@ -510,7 +510,10 @@ func TestContinuityOverOpenSSH(t *testing.T) {
 	srvA := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	srvB := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
+		if os.Getenv(sshdtest.RequiredEnv) != "" {
+			t.Fatalf("git is needed to make the clones: %v", err)
+		}
+		t.Skipf("git not installed: %v", err)
 	}
 	root := t.TempDir()
 	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
