@@ -395,10 +395,7 @@ func indexMD(idx Index, more int) []byte {
 	}
 	b.WriteString("| repository | slug | hosts | handoffs | newest |\n| --- | --- | --- | --- | --- |\n")
 	for _, r := range idx.Repos {
-		var names []string
-		for _, o := range r.Origins {
-			names = append(names, o)
-		}
+		names := slices.Clone(r.Origins)
 		for _, p := range r.Paths {
 			names = append(names, p.Host+":"+p.Path)
 		}
