@@ -189,7 +189,8 @@ func OpenRoot(ctx context.Context, fsys FS, dir string, o RootOptions) (*Root, e
 			}
 		}
 		if r.res != nil {
-			want := joinRel(realBase, strings.TrimPrefix(c, strings.TrimSuffix(base, "/")+"/"))
+			crel, _ := below(base, c)
+			want := path.Join(realBase, crel)
 			if realErrs[i] != nil {
 				return nil, fmt.Errorf("resolve %s: %w", c, realErrs[i])
 			}
@@ -213,7 +214,7 @@ func OpenRoot(ctx context.Context, fsys FS, dir string, o RootOptions) (*Root, e
 		}
 	}
 	if r.res != nil {
-		want := joinRel(realBase, rel)
+		want := path.Join(realBase, rel)
 		if missing < len(chain) {
 			// What was just made must resolve where it was made.
 			got, err := r.res.RealPath(ctx, dir)
@@ -261,9 +262,6 @@ func below(base, p string) (string, bool) {
 	rest, ok := strings.CutPrefix(p, prefix)
 	return rest, ok && rest != ""
 }
-
-// joinRel is dir joined with rel, for rel "." too.
-func joinRel(dir, rel string) string { return path.Join(dir, rel) }
 
 // Dir is the root's absolute path as the client names it.
 func (r *Root) Dir() string { return r.dir }
