@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/prune"
 	"github.com/handoff-sync/handoff/manifest"
 )
@@ -106,7 +107,7 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 		fmt.Fprintf(c.g.stdout, "%s%s: %s %d processed %s (%s)\n", prefix, h.Name, verb, h.Removed, plural(h.Removed, "handoff", "handoffs"), formatBytes(h.Bytes))
 		if r.DryRun {
 			for _, n := range h.Names {
-				fmt.Fprintf(c.g.stdout, "%s  %s\n", prefix, safeText(n))
+				fmt.Fprintf(c.g.stdout, "%s  %s\n", prefix, claim.Printable(n))
 			}
 		}
 		if h.Unknown > 0 {

@@ -63,9 +63,9 @@ func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Rec
 			// One kind of path: what the run wrote in the workspace (card,
 			// document, review draft); where a host's copy was archived is
 			// in the receipt.
-			row := []string{safeText(h.Name), h.Result, dash(h.Reason), dash(safeText(h.Target))}
+			row := []string{claim.Printable(h.Name), h.Result, dash(h.Reason), dash(claim.Printable(h.Target))}
 			if withHost {
-				row = append([]string{safeText(h.Host)}, row...)
+				row = append([]string{claim.Printable(h.Host)}, row...)
 			}
 			fmt.Fprintf(tw, "%s%s\n", prefix, strings.Join(row, "\t"))
 		}
@@ -78,13 +78,13 @@ func printRunTable(w io.Writer, m *manifest.Manifest, ws string, r *receipts.Rec
 		for _, in := range h.Inboxes {
 			if in.Tracked > 0 {
 				fmt.Fprintf(w, "%sInbox %s:%s: tracked %d (committed to git, so never collected; `handoff doctor` says how to fix it)\n",
-					prefix, safeText(h.Name), safeText(in.Path), in.Tracked)
+					prefix, claim.Printable(h.Name), claim.Printable(in.Path), in.Tracked)
 			}
 		}
 	}
 	for _, h := range r.Hosts {
 		if h.Mirror != nil {
-			fmt.Fprintf(w, "%sMirror %s: %s\n", prefix, safeText(h.Name), mirrorLine(h.Mirror, r.Mode == receipts.ModeDryRun))
+			fmt.Fprintf(w, "%sMirror %s: %s\n", prefix, claim.Printable(h.Name), mirrorLine(h.Mirror, r.Mode == receipts.ModeDryRun))
 		}
 	}
 	if r.Mode == receipts.ModeDryRun {

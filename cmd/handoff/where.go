@@ -89,7 +89,7 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 			}
 		}
 		if byTarget > 0 {
-			fmt.Fprintf(c.g.stdout, "%s is the target of %d %s, oldest first:\n\n", safeText(q), byTarget, plural(byTarget, "handoff", "handoffs"))
+			fmt.Fprintf(c.g.stdout, "%s is the target of %d %s, oldest first:\n\n", claim.Printable(q), byTarget, plural(byTarget, "handoff", "handoffs"))
 		}
 		for i, m := range matches {
 			if i > 0 {
@@ -112,13 +112,13 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 				hint += "; a handoff that updates it names this sha256 as its Expected card SHA256"
 			}
 			return &exitError{code: exitFailed, hint: hint,
-				err: fmt.Errorf("%s is a %s in the workspace that no handoff has written (sha256 %s, %d bytes)", safeText(f.Path), f.Kind, f.SHA256, f.Size)}
+				err: fmt.Errorf("%s is a %s in the workspace that no handoff has written (sha256 %s, %d bytes)", claim.Printable(f.Path), f.Kind, f.SHA256, f.Size)}
 		}
 		hint := "check the name (`handoff doctor` shows what waits in each inbox), or that a sync has run since it was written; files still waiting in an inbox are not in the ledger yet; a workspace path is looked up relative to the workspace (memory/cards/NAME.md, TOOLS.md)"
 		if !ledger.IsSHAPrefix(q) && isHex(q) {
 			hint += fmt.Sprintf("; a sha256 prefix needs at least %d hex digits", ledger.MinSHAPrefix)
 		}
-		return &exitError{code: exitFailed, err: fmt.Errorf("no handoff named %s in the ledger", safeText(q)), hint: hint}
+		return &exitError{code: exitFailed, err: fmt.Errorf("no handoff named %s in the ledger", claim.Printable(q)), hint: hint}
 	}
 	return nil
 }
@@ -126,7 +126,3 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 func isHex(s string) bool {
 	return s != "" && strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
 }
-
-// safeText prints host-supplied text as is when it is safe on a terminal,
-// else quoted with Go escapes (claim.Printable).
-func safeText(s string) string { return claim.Printable(s) }
