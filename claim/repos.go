@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/handoff-sync/handoff/internal/fanout"
@@ -37,8 +36,10 @@ func (p *puller) startRepoReads(ctx context.Context, inboxes []*Inbox) *repoRead
 		return nil
 	}
 	var repos []string
+	seen := map[string]bool{}
 	for _, in := range inboxes {
-		if len(in.Candidates) > 0 && in.Repo != "" && !slices.Contains(repos, in.Repo) {
+		if len(in.Candidates) > 0 && in.Repo != "" && !seen[in.Repo] {
+			seen[in.Repo] = true
 			repos = append(repos, in.Repo)
 		}
 	}
