@@ -135,6 +135,7 @@ hosts:
     discover: [{root: /nonexistent-bench-root, max_depth: 3}]
 EOF
 rm -rf "$W/ws-empty"; mkdir -p "$W/ws-empty" "$W/home"
+"$BIN/handoff" init --workspace "$W/ws-empty" >/dev/null
 before=$(wc -l <"$STATS")
 t0=$(date +%s.%N)
 env -u SSH_AUTH_SOCK HOME="$W/home" "$BIN/handoff" sync --manifest "$W/writers-empty.yaml" --quiet || true
@@ -302,6 +303,12 @@ keep_walks() { # tool: save the walk hints (at F=0, the workspace) the run left
   [ -d "$SCRATCH/ws/.handoff/walks" ] && cp -a "$SCRATCH/ws/.handoff/walks" "$W/walks-$1"
   return 0
 }
+ws_init() { # tool: give a scratch workspace without one its identity (untimed)
+  [ -f "$SCRATCH/ws/.handoff/workspace.json" ] && return 0
+  local hbin=$BIN/handoff
+  [ "$1" = handoff ] || hbin=$(tool_bin "$1")
+  "$hbin" init --workspace "$SCRATCH/ws" >/dev/null
+}
 give_walks() { # tool: put the saved walk hints (or workspace) into the fresh scratch
   [ "${COLD:-0}" = 1 ] && return 0
   if keep_ws && [ -d "$W/ws-$1" ]; then
@@ -320,6 +327,7 @@ for tool in $TOOLS; do
   "$HERE/restore.sh" -k "$K"
   fresh_scratch "$SCRATCH" 8G 600000
   mkdir -p "$SCRATCH/ws" "$DEST"
+  ws_init "$tool"
   run_tool "$tool" warmup >/dev/null || { echo "warm-up run of $tool failed" >&2; exit 1; }
   keep_walks "$tool"
   echo "warm-up $tool: $(ls "$W/walks-$tool" "$W/ws-$tool/.handoff/walks" 2>/dev/null | grep -c json) walk hint(s) kept$(keep_ws && echo ", with its workspace")" >&2
@@ -336,7 +344,7 @@ for rep in $(seq 1 "$N"); do
     "$HERE/restore.sh" -k "$K"
     fresh_scratch "$SCRATCH" 8G 600000
     mkdir -p "$SCRATCH/ws" "$DEST"
-    [ "${tool%%-*}" = handoff ] && give_walks "$tool"
+    if [ "${tool%%-*}" = handoff ]; then give_walks "$tool"; ws_init "$tool"; fi
     sync
     before=$(wc -l <"$STATS")
     times >"$OUT/times-before"
