@@ -115,6 +115,8 @@ var migrations = []string{
 	migrationIdentity,
 	// 6: inboxes' repositories and handoffs' threads (repos.go).
 	migrationRepos,
+	// 7: stored handoffs' bytes (contents.go).
+	migrationContents,
 }
 
 // Plan states.
@@ -231,9 +233,16 @@ func (l *Ledger) IntegrityCheck(ctx context.Context) error {
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// RecordSources records stored sources in one transaction.
+// RecordSources records sources whose contents are stored already, in one
+// transaction.
 func (l *Ledger) RecordSources(ctx context.Context, runID string, srcs []claim.Source) (int, error) {
-	w := &Write{Record: srcs}
+	return l.StoreSources(ctx, runID, srcs, nil)
+}
+
+// StoreSources stores contents and records sources in one transaction:
+// when it returns nil both are durable (claim.Recorder).
+func (l *Ledger) StoreSources(ctx context.Context, runID string, srcs []claim.Source, contents map[string][]byte) (int, error) {
+	w := &Write{Record: srcs, Contents: contents}
 	err := l.Apply(ctx, runID, []*Write{w})
 	return w.Added, err
 }
@@ -243,9 +252,11 @@ func (l *Ledger) MarkArchived(ctx context.Context, srcs []claim.Source) error {
 	return l.Apply(ctx, "", []*Write{{Archived: srcs}})
 }
 
-// Write is one caller's share of a commit made with Apply: sources now in
-// the spool, to record, and recorded sources renamed on their hosts.
+// Write is one caller's share of a commit made with Apply: contents to
+// store, sources to record (their contents in this Write or stored
+// before), and recorded sources renamed on their hosts.
 type Write struct {
+	Contents map[string][]byte // by SHA-256
 	Record   []claim.Source
 	Archived []claim.Source
 	Added    int // set by Apply: how many of Record were new
@@ -263,10 +274,18 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 	defer tx.Rollback()
 	// Prepared once a transaction: a batch is up to 256 sources, and
 	// parsing the statement for each was most of the cost.
-	var record, archived *sql.Stmt
+	var record, archived, content *sql.Stmt
+	defer func() {
+		if content != nil {
+			content.Close()
+		}
+	}()
 	at := now()
 	for _, w := range ws {
 		w.Added = 0
+		if err := putContents(ctx, tx, w.Contents, &content); err != nil {
+			return err
+		}
 		if len(w.Record) > 0 && record == nil {
 			if record, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO sources
 				(sha256, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
