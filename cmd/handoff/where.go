@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/where"
 )
@@ -19,6 +22,7 @@ func init() { commands = append(commands, newWhereCmd) }
 type whereCmd struct {
 	g            *globals
 	json         bool
+	bytes        bool
 	manifestPath string
 	workspace    string
 }
@@ -42,12 +46,22 @@ func newWhereCmd(g *globals) *cobra.Command {
 			"continues (its ## Continues section) and the handoffs that continue it.\n" +
 			"The last line names the workspace and its id (with\n" +
 			"--json, each match's workspace_id); a directory that is no workspace (see\n" +
-			"`handoff init`) is an error, exit 2, naming the workspaces near it.",
+			"`handoff init`) is an error, exit 2, naming the workspaces near it.\n\n" +
+			"--bytes prints instead the exact bytes stored for the handoff the query names,\n" +
+			"and nothing else, checked against its SHA-256: the ledger keeps them (earlier\n" +
+			"versions kept .handoff/spool/<sha256>.md files, still read). A query naming\n" +
+			"several contents (two versions of one name) is an error listing them; name one\n" +
+			"by its SHA-256 prefix. Bytes prune removed, and rejected files (never read), are\n" +
+			"an error naming where the host's copy was archived.",
+		Example: "  handoff where 2026-04-20-1537-build.md\n" +
+			"  handoff where memory/cards/go.md --json | jq '.[].sha256'\n" +
+			"  handoff where --bytes 3f2a9c81 > handoff.md",
 		Args: cobra.ExactArgs(1),
 		RunE: c.run,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&c.json, "json", false, "print the matches as a JSON array")
+	f.BoolVar(&c.bytes, "bytes", false, "print the exact stored bytes of the one handoff the query names")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest, for its workspace (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest; no manifest needed)")
 	return cmd
@@ -67,6 +81,9 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	q := args[0]
+	if c.bytes && c.json {
+		return &exitError{code: exitUsage, err: errors.New("where: --bytes prints raw bytes; it does not go with --json"), hint: "drop one of them"}
+	}
 	matches, err := where.Lookup(cmd.Context(), ws, q)
 	if errors.Is(err, where.ErrNoLedger) {
 		return &exitError{code: exitFailed, err: fmt.Errorf("no ledger in %s: no sync has stored anything in this workspace", ws),
@@ -74,6 +91,9 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if c.bytes && len(matches) > 0 {
+		return c.printBytes(cmd, ws, q, matches)
 	}
 	if c.json {
 		enc := json.NewEncoder(c.g.stdout)
@@ -121,6 +141,51 @@ func (c *whereCmd) run(cmd *cobra.Command, args []string) error {
 		return &exitError{code: exitFailed, err: fmt.Errorf("no handoff named %s in the ledger", claim.Printable(q)), hint: hint}
 	}
 	return nil
+}
+
+// printBytes writes the exact bytes of the one content matches name.
+func (c *whereCmd) printBytes(cmd *cobra.Command, ws, q string, matches []where.Match) error {
+	var shas []string
+	var rejected *where.Match
+	for i, m := range matches {
+		switch {
+		case m.Kind == where.Rejected:
+			rejected = &matches[i]
+		case !slices.Contains(shas, m.SHA256):
+			shas = append(shas, m.SHA256)
+		}
+	}
+	switch {
+	case len(shas) == 0:
+		at := rejected.Path
+		if rejected.ArchivedAs != "" {
+			at = path.Join(rejected.Inbox, rejected.ArchivedAs)
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s was rejected unread (%s): no bytes of it were stored", claim.Printable(q), rejected.Reason),
+			hint: fmt.Sprintf("its host keeps it as it was: %s on %s", claim.Printable(at), claim.Printable(rejected.Host))}
+	case len(shas) > 1:
+		ids := make([]string, len(shas))
+		for i, sha := range shas {
+			ids[i] = sha[:12]
+		}
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s names %d stored contents: %s", claim.Printable(q), len(shas), strings.Join(ids, ", ")),
+			hint: "name one by its SHA-256 prefix: handoff where --bytes " + ids[len(ids)-1]}
+	}
+	data, err := where.Bytes(cmd.Context(), ws, shas[0])
+	if errors.Is(err, where.ErrPruned) {
+		m := matches[len(matches)-1]
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s (%s): %w, its handoff done with", claim.Printable(q), shas[0][:12], err),
+			hint: fmt.Sprintf("the host's archived copy may still hold them: %s on %s (`handoff where %s` shows every copy)", claim.Printable(m.Path), claim.Printable(m.Host), shas[0][:12])}
+	}
+	if errors.Is(err, spool.ErrCorrupt) {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%s (%s): the stored bytes no longer hash to it: they are damaged", claim.Printable(q), shas[0][:12]),
+			hint: "`handoff doctor` checks the ledger; the host's archived copy (`handoff where` shows its path) holds the original"}
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.g.stdout.Write(data)
+	return err
 }
 
 func isHex(s string) bool {

@@ -27,7 +27,7 @@ var ErrNoLedger = ledger.ErrNoLedger
 
 // Kinds of Match.
 const (
-	Stored   = "stored"   // the bytes were read and stored in the spool
+	Stored   = "stored"   // the bytes were read and stored (Bytes gives them)
 	Rejected = "rejected" // never read: moved into malformed/ as it was
 )
 
@@ -146,18 +146,11 @@ func Lookup(ctx context.Context, ws, query string) ([]Match, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, _, err := workspace.Check(ws)
+	v, id, done, err := open(ws)
 	if err != nil {
 		return nil, err
 	}
-	lk, err := setup.ProbeLock(filepath.Join(ws, layout.LockFile))
-	idle := err == nil && !lk.Held
-	defer lk.Release()
-	v, err := ledger.OpenReadOnly(filepath.Join(ws, layout.LedgerFile), idle)
-	if err != nil {
-		return nil, err
-	}
-	defer v.Close()
+	defer done()
 	srcs, err := v.FindSources(ctx, query)
 	if err != nil {
 		return nil, err
@@ -365,4 +358,22 @@ func addDecisions(ctx context.Context, v *ledger.View, ms []Match) error {
 		}
 	}
 	return nil
+}
+
+// open opens the workspace's ledger read-only, as Lookup and Bytes read
+// it: idle (nothing created beside it) when no run holds the lock. done
+// closes it and gives the probe of the lock back.
+func open(ws string) (*ledger.View, workspace.Identity, func(), error) {
+	id, _, err := workspace.Check(ws)
+	if err != nil {
+		return nil, id, nil, err
+	}
+	lk, err := setup.ProbeLock(filepath.Join(ws, layout.LockFile))
+	idle := err == nil && !lk.Held
+	v, err := ledger.OpenReadOnly(filepath.Join(ws, layout.LedgerFile), idle)
+	if err != nil {
+		lk.Release()
+		return nil, id, nil, err
+	}
+	return v, id, func() { v.Close(); lk.Release() }, nil
 }
