@@ -17,16 +17,16 @@ import (
 	"github.com/handoff-sync/handoff/manifest"
 )
 
-// state is the workspace's .handoff directory as a run uses it. The paths
-// let a worker process open the same spool and walk hints; it records
-// through records.
+// state is the workspace's .handoff directory as a run uses it: the ledger,
+// which holds what the pulls store (its contents table), and the spool
+// directory earlier versions wrote, read through the ledger's Store. The
+// walk hints' directory lets a worker process load and save its host's.
 type state struct {
 	led        *ledger.Ledger
 	records    *worker.RecordQueue // the run's one writer of its pulls' records
-	spool      spool.Store
+	spool      spool.Store         // the ledger's contents, then the legacy spool
 	ledgerPath string
-	spoolDir   string
-	baseSpool  string // dry run: the real spool, read-only
+	spoolDir   string // the legacy spool
 	walksDir   string // the hosts' walk hints (read-only in a dry run)
 	closers    []func() error
 }
@@ -35,8 +35,8 @@ type state struct {
 // this process, recording through the run's queue, and telling
 // opts.Progress of a worker's progress as a "pulling" update.
 func (s *state) puller(opts Options, runID string, log *slog.Logger) *worker.Puller {
-	return &worker.Puller{Binary: opts.Worker, Dial: opts.Dial, Spool: s.spool, SpoolDir: s.spoolDir, BaseSpool: s.baseSpool,
-		WalksDir: s.walksDir, Records: s.records, RunID: runID, DryRun: opts.DryRun, Now: opts.Now, Log: log,
+	return &worker.Puller{Binary: opts.Worker, Dial: opts.Dial, WalksDir: s.walksDir, Records: s.records, RunID: runID,
+		DryRun: opts.DryRun, Now: opts.Now, Log: log,
 		Progress: func(host string, inboxes, pulled int) {
 			opts.Progress(HostProgress{Host: host, State: "pulling", Inboxes: inboxes, Pulled: pulled})
 		}}
@@ -48,9 +48,9 @@ func (s *state) close() {
 	}
 }
 
-// openState opens the ledger and spool. A dry run works on a scratch copy of
-// the ledger and a scratch spool layered over the real one, all in a
-// temporary directory, so that nothing under the workspace changes.
+// openState opens the ledger and its store. A dry run works on a scratch
+// copy of the ledger in a temporary directory, so that nothing under the
+// workspace changes; the legacy spool is only ever read.
 func openState(ws string, dryRun bool) (*state, error) {
 	st := &state{ledgerPath: filepath.Join(ws, layout.LedgerFile), spoolDir: filepath.Join(ws, layout.SpoolDir), walksDir: filepath.Join(ws, layout.WalksDir)}
 	if dryRun {
@@ -63,29 +63,24 @@ func openState(ws string, dryRun bool) (*state, error) {
 			st.close()
 			return nil, fmt.Errorf("dry run: %w", err)
 		}
-		st.baseSpool = st.spoolDir
-		st.ledgerPath, st.spoolDir = filepath.Join(tmp, "ledger.db"), filepath.Join(tmp, "spool")
+		st.ledgerPath = filepath.Join(tmp, "ledger.db")
 	}
-	if !dryRun {
-		// Under the lock and before any worker starts: the only moment a
-		// temporary file in the spool is surely a crashed writer's.
-		sp, err := spool.Open(st.spoolDir)
-		if err != nil {
-			return nil, err
-		}
-		_, err = sp.RemoveTemps()
-		sp.Close()
-		if err != nil {
-			return nil, err
-		}
-	}
-	sp, closeSpool, err := spool.OpenLayered(st.spoolDir, st.baseSpool)
+	legacy, err := spool.OpenReadOnly(st.spoolDir)
 	if err != nil {
 		st.close()
 		return nil, err
 	}
-	st.spool = sp
-	st.closers = append(st.closers, closeSpool)
+	if legacy != nil {
+		st.closers = append(st.closers, legacy.Close)
+		if !dryRun {
+			// Under the lock: a temporary file an earlier version's
+			// crashed writer left there is surely that.
+			if _, err := legacy.RemoveTemps(); err != nil {
+				st.close()
+				return nil, err
+			}
+		}
+	}
 	led, err := ledger.Open(st.ledgerPath)
 	if err != nil {
 		st.close()
@@ -93,6 +88,9 @@ func openState(ws string, dryRun bool) (*state, error) {
 	}
 	st.led = led
 	st.closers = append(st.closers, led.Close)
+	store := led.Store(legacy)
+	st.spool = store
+	st.closers = append(st.closers, store.Close)
 	return st, nil
 }
 

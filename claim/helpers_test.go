@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -160,7 +161,7 @@ type fakeRecorder struct {
 	sources    map[string]claim.Source
 	archived   map[string]bool
 	events     []string
-	failRecord error // returned by RecordSources when set
+	failRecord error // returned by StoreSources when set
 }
 
 var _ claim.Recorder = (*fakeRecorder)(nil)
@@ -171,7 +172,10 @@ func newRecorder() *fakeRecorder {
 
 func srcKey(inbox, name, sha string) string { return inbox + "\x00" + name + "\x00" + sha }
 
-func (r *fakeRecorder) RecordSources(ctx context.Context, runID string, srcs []claim.Source) (int, error) {
+// StoreSources records srcs; their contents are in the test's spool
+// already (storingRecorder puts them there first). A source without its
+// content fails the test: the pull must hand every source's bytes.
+func (r *fakeRecorder) StoreSources(ctx context.Context, runID string, srcs []claim.Source, contents map[string][]byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.failRecord != nil {
@@ -179,6 +183,9 @@ func (r *fakeRecorder) RecordSources(ctx context.Context, runID string, srcs []c
 	}
 	n := 0
 	for _, s := range srcs {
+		if data, ok := contents[s.SHA256]; contents != nil && (!ok || spool.Hash(data) != s.SHA256) {
+			return 0, fmt.Errorf("invariant violated (no source recorded without its bytes): %s came without its content", s.Name)
+		}
 		r.events = append(r.events, "record "+s.Name)
 		k := srcKey(s.Inbox, s.Name, s.SHA256)
 		if _, ok := r.sources[k]; !ok {
@@ -398,7 +405,7 @@ func pull(t *testing.T, fsys transport.FS, cfg claim.Config, sp spool.Store, rec
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan claim.HostReport, 1)
-	go func() { done <- claim.Pull(ctx, fsys, cfg, sp, rec, runID, parses) }()
+	go func() { done <- claim.Pull(ctx, fsys, cfg, storingRecorder{sp, rec}, runID, parses) }()
 	select {
 	case rep := <-done:
 		return rep
@@ -406,6 +413,21 @@ func pull(t *testing.T, fsys transport.FS, cfg claim.Config, sp spool.Store, rec
 		t.Fatal("invariant violated (never hang): Pull did not return within 10s")
 		return claim.HostReport{}
 	}
+}
+
+// storingRecorder puts a batch's contents into a test's spool, then records
+// them with the recorder below: the ledger's one commit, in two steps
+// that a test can look between.
+type storingRecorder struct {
+	sp spool.Store
+	claim.Recorder
+}
+
+func (s storingRecorder) StoreSources(ctx context.Context, runID string, srcs []claim.Source, contents map[string][]byte) (int, error) {
+	if err := s.sp.Put(contents); err != nil {
+		return 0, err
+	}
+	return s.Recorder.StoreSources(ctx, runID, srcs, contents)
 }
 
 func discover(t *testing.T, fsys transport.FS, cfg claim.Config) []*claim.Inbox {

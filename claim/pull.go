@@ -44,7 +44,8 @@ const (
 	// maxInflightBytes bounds their listed sizes together; a file is read
 	// with its listed size as the limit, so this bounds their data too.
 	maxInflightBytes = 32 << 20
-	// A batch is stored with one directory fsync and one ledger commit.
+	// A batch is stored with one ledger commit, its bytes and its records
+	// together.
 	batchFiles = 256
 	batchBytes = 16 << 20
 )
@@ -55,13 +56,13 @@ const (
 // stored but not archived put their inbox in state "error" and make the
 // outcome "partial".
 //
-// Ordering guarantee: a file is renamed on its host only after its exact
-// bytes are durable in the spool and its source is recorded by rec. A crash
+// Ordering guarantee: a file is renamed on its host only after rec has
+// made its exact bytes and its source durable (StoreSources). A crash
 // at any point leaves every handoff either still in its inbox or stored (and
 // then acknowledged by the next run); none is lost.
-func Pull(ctx context.Context, fsys transport.FS, cfg Config, sp spool.Store, rec Recorder, runID string, parses func([]byte) bool) HostReport {
+func Pull(ctx context.Context, fsys transport.FS, cfg Config, rec Recorder, runID string, parses func([]byte) bool) HostReport {
 	reads := semaphore.NewWeighted(maxOpenReads)
-	p := &puller{raw: fsys, reads: reads, fsys: &openLimit{FS: fsys, sem: reads}, cfg: cfg, spool: sp, rec: rec, runID: runID, parses: parses, log: cfg.Log}
+	p := &puller{raw: fsys, reads: reads, fsys: &openLimit{FS: fsys, sem: reads}, cfg: cfg, rec: rec, runID: runID, parses: parses, log: cfg.Log}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -82,7 +83,6 @@ type puller struct {
 	raw    transport.FS        // the transport itself, for reads whose slot the caller took
 	reads  *semaphore.Weighted // files open for reading at once
 	cfg    Config
-	spool  spool.Store
 	rec    Recorder
 	runID  string
 	parses func([]byte) bool
@@ -344,7 +344,7 @@ func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 		files:    semaphore.NewWeighted(maxInflightFiles),
 		budget:   semaphore.NewWeighted(maxInflightBytes),
 		claims:   make(chan claimResult, maxInflightFiles),
-		toRecord: make(chan spooled, 1),
+		toRecord: make(chan []claimed, 1),
 	}
 	fed := make(chan struct{})
 	go func() {
@@ -381,7 +381,7 @@ type pipeline struct {
 	budget *semaphore.Weighted // their listed sizes
 
 	claims   chan claimResult // read → store
-	toRecord chan spooled     // store → record
+	toRecord chan []claimed   // store → record
 	work     sync.WaitGroup   // reads and archive batches in flight
 }
 
@@ -390,12 +390,6 @@ type pipeline struct {
 type claimResult struct {
 	seq int
 	c   *claimed
-}
-
-// spooled is a batch written to the spool, and how long that took.
-type spooled struct {
-	b    []claimed
-	took time.Duration
 }
 
 // release gives back the slot of a file of weight.
@@ -461,9 +455,9 @@ func (pl *pipeline) readOne(seq int, inbox string, fi transport.FileInfo, weight
 	}
 }
 
-// store takes the total claims in discovery order and writes whatever has
-// arrived to the spool, batchFiles or batchBytes at a time, handing each
-// written batch to record.
+// store takes the total claims in discovery order and gathers whatever
+// has arrived into batches, batchFiles or batchBytes at a time, handing
+// each to record.
 func (pl *pipeline) store(total int) {
 	pending := map[int]*claimed{}
 	next := 0
@@ -513,20 +507,13 @@ func (pl *pipeline) store(total int) {
 	}
 }
 
-// flush writes a batch to the spool and hands it to record; false when
-// the pipeline is ending.
+// flush hands a batch to record; false when the pipeline is ending.
 func (pl *pipeline) flush(b []claimed) bool {
 	if len(b) == 0 {
 		return true
 	}
-	began := time.Now()
-	if err := pl.p.spoolPut(b); err != nil {
-		pl.releaseAll(b)
-		pl.fail(err)
-		return false
-	}
 	select {
-	case pl.toRecord <- spooled{b, time.Since(began)}:
+	case pl.toRecord <- b:
 		return true
 	case <-pl.ctx.Done():
 		pl.releaseAll(b)
@@ -534,29 +521,29 @@ func (pl *pipeline) flush(b []claimed) bool {
 	}
 }
 
-// record records each written batch in the ledger, in order, and starts
-// its archive.
+// record stores and records each batch, in order, and starts its
+// archive.
 func (pl *pipeline) record() {
 	p := pl.p
-	for s := range pl.toRecord {
+	for b := range pl.toRecord {
 		if pl.ctx.Err() != nil {
-			pl.releaseAll(s.b)
+			pl.releaseAll(b)
 			continue
 		}
-		if err := p.record(pl.ctx, s.b, s.took); err != nil {
-			pl.releaseAll(s.b)
+		if err := p.record(pl.ctx, b); err != nil {
+			pl.releaseAll(b)
 			pl.fail(err)
 			continue
 		}
 		p.progress()
 		if p.cfg.DryRun {
-			pl.releaseAll(s.b)
+			pl.releaseAll(b)
 			continue
 		}
 		pl.work.Add(1)
 		go func() {
 			defer pl.work.Done()
-			pl.archive(s.b)
+			pl.archive(b)
 		}()
 	}
 }
@@ -694,32 +681,22 @@ func fitName(stem, suffix string) string {
 	return stem + suffix
 }
 
-// spoolPut makes a batch's contents durable in the spool. Its sources are
-// recorded (record) only then, and archived only once recorded.
-func (p *puller) spoolPut(batch []claimed) error {
-	contents := make(map[string][]byte, len(batch))
-	for _, c := range batch {
-		contents[c.src.SHA256] = c.data
-	}
-	if err := p.spool.Put(contents); err != nil {
-		return fmt.Errorf("store: %w", err)
-	}
-	return nil
-}
-
-// record records a batch written to the spool (spooled: how long that
-// took) in the ledger: from then on its sources may be archived.
-func (p *puller) record(ctx context.Context, batch []claimed, spooled time.Duration) error {
+// record makes a batch's exact bytes and its sources durable in one
+// commit (Recorder.StoreSources): from then on its sources may be
+// archived.
+func (p *puller) record(ctx context.Context, batch []claimed) error {
 	srcs := make([]Source, len(batch))
+	contents := make(map[string][]byte, len(batch))
 	for i, c := range batch {
 		srcs[i] = c.src
+		contents[c.src.SHA256] = c.data
 	}
 	began := time.Now()
-	n, err := p.rec.RecordSources(ctx, p.runID, srcs)
+	n, err := p.rec.StoreSources(ctx, p.runID, srcs, contents)
 	if err != nil {
-		return fmt.Errorf("store: record sources: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
-	p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(batch), "spool", spooled, "ledger", time.Since(began))
+	p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(batch), "took", time.Since(began))
 	p.mu.Lock()
 	p.report.Stored += n
 	p.mu.Unlock()

@@ -331,7 +331,7 @@ func TestPull(t *testing.T) {
 				if err := e.spool.Put(map[string][]byte{sha(handoff): handoff}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := e.rec.RecordSources(context.Background(), "earlier-run", []claim.Source{e.source("x.md", handoff, claim.ProcessedDir)}); err != nil {
+				if _, err := e.rec.StoreSources(context.Background(), "earlier-run", []claim.Source{e.source("x.md", handoff, claim.ProcessedDir)}, nil); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -705,8 +705,9 @@ func TestPullSymlinkedInbox(t *testing.T) {
 }
 
 // TestPullDryRun protects "a dry run writes nothing": no rename or
-// directory on the host, nothing in the real spool; new content goes only to
-// the overlay's scratch spool.
+// directory on the host, nothing in the real store; new content goes only
+// to the store the dry run was given (a run gives it a scratch copy of the
+// ledger).
 func TestPullDryRun(t *testing.T) {
 	t.Parallel()
 	e := newPullEnv(t)
@@ -719,10 +720,9 @@ func TestPullDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer upper.Close()
-	overlay := &spool.Overlay{Upper: upper, Base: e.spool}
-	e.fs.spool = overlay
+	e.fs.spool = upper
 	before := snapshot(t, e.inbox)
-	rep := pull(t, e.fs, e.cfg, overlay, e.rec)
+	rep := pull(t, e.fs, e.cfg, upper, e.rec)
 	if rep.Outcome != "ok" {
 		t.Errorf("outcome %q (%s)", rep.Outcome, rep.Error)
 	}
@@ -746,7 +746,7 @@ func TestPullCanceled(t *testing.T) {
 	e.put(t, "x.md", fixture(t, "handoff.md"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rep := claim.Pull(ctx, e.fs, e.cfg, e.spool, e.rec, runID, parses)
+	rep := claim.Pull(ctx, e.fs, e.cfg, storingRecorder{e.spool, e.rec}, runID, parses)
 	if rep.Outcome != "error" {
 		t.Errorf("outcome %q, want error", rep.Outcome)
 	}

@@ -118,10 +118,12 @@ type Source struct {
 
 // Recorder is the ledger as the pull sees it.
 type Recorder interface {
-	// RecordSources durably records that these sources' bytes are in the
-	// spool. Recording a source already recorded is a no-op. It returns how
-	// many were new.
-	RecordSources(ctx context.Context, runID string, srcs []Source) (int, error)
+	// StoreSources durably stores contents (exact bytes by SHA-256) and
+	// records the sources, in one commit: when it returns nil both are
+	// durable, and only then may a source be archived. Storing a content
+	// or recording a source already there is a no-op. It returns how many
+	// sources were new.
+	StoreSources(ctx context.Context, runID string, srcs []Source, contents map[string][]byte) (int, error)
 	// MarkArchived records that these sources were archived on their host.
 	MarkArchived(ctx context.Context, srcs []Source) error
 	// Unarchived returns the sources of a host that are stored but whose

@@ -66,24 +66,14 @@ func dfFill(t *testing.T, dir string) string {
 }
 
 // dfStoredOnly is the acknowledgement invariant after any failure: every
-// file archived in an inbox is in the spool (whole: it hashes to its name)
-// and in the ledger. It also checks that the spool holds no temporary and
-// no file whose bytes do not match its name.
+// file archived in an inbox has its bytes in the ledger's store (whole: they
+// hash to their key) and its source in the ledger. stored checks that the
+// store holds nothing partial or foreign.
 func dfStoredOnly(t *testing.T, w *world) {
 	t.Helper()
-	spool := filepath.Join(w.ws, ".handoff/spool")
-	ents, _ := os.ReadDir(spool)
-	stored := map[string]bool{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(spool, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sum(string(b))+".md" != e.Name() {
-			t.Errorf("partial or foreign file in the spool: %s (%d bytes)", e.Name(), len(b))
-			continue
-		}
-		stored[strings.TrimSuffix(e.Name(), ".md")] = true
+	have := map[string]bool{}
+	for sha := range stored(t, w.ws) {
+		have[sha] = true
 	}
 	recorded := map[string]bool{}
 	if db, err := sql.Open("sqlite", filepath.Join(w.ws, ".handoff/ledger.db")+"?mode=ro"); err == nil {
@@ -104,8 +94,8 @@ func dfStoredOnly(t *testing.T, w *world) {
 			for _, e := range ents {
 				b, _ := os.ReadFile(filepath.Join(in, sub, e.Name()))
 				sha := sum(string(b))
-				if !stored[sha] || !recorded[sha] {
-					t.Errorf("%s/%s was archived on its host but is not stored (spool %v, ledger %v): a remote copy acknowledged before local storage", sub, e.Name(), stored[sha], recorded[sha])
+				if !have[sha] || !recorded[sha] {
+					t.Errorf("%s/%s was archived on its host but is not stored (bytes %v, source %v): a remote copy acknowledged before local storage", sub, e.Name(), have[sha], recorded[sha])
 				}
 			}
 		}
@@ -169,18 +159,18 @@ func dfReceiptError(t *testing.T, w *world) (*receipts.Receipt, string) {
 	return r, msg
 }
 
-// TestDiskFullSpool: the workspace (spool inside) is a 256 KiB tmpfs and
-// one handoff is bigger than the free space. The run fails the host with
-// ENOSPC named; nothing that was not stored is archived; no partial spool
-// file and no torn target remain. After the file system grows, the next
+// TestDiskFullSpool: the workspace (ledger and its store inside) is a
+// 512 KiB tmpfs and one handoff is bigger than the free space. The run
+// fails the host with ENOSPC named; nothing that was not stored is
+// archived; nothing partial is stored and no torn target remains. After the file system grows, the next
 // run converges: everything applied exactly once.
 func TestDiskFullSpool(t *testing.T) {
 	w := newWorld(t)
-	dfMount(t, w.ws, "256k")
+	dfMount(t, w.ws, "512k")
 	initWorkspace(t, w.ws) // the mount hides the workspace newWorld made
 	markers := w.mixed()
-	big := docHandoff("TOOLS.md", "- marker-BIG\n"+strings.Repeat("- filler line of a large handoff\n", 12000))
-	if len(big) < 300<<10 || len(big) > 1<<20 {
+	big := docHandoff("TOOLS.md", "- marker-BIG\n"+strings.Repeat("- filler line of a large handoff\n", 18000))
+	if len(big) < 520<<10 || len(big) > 1<<20 {
 		t.Fatalf("big handoff is %d bytes; it must exceed the tmpfs and stay under max_file_size", len(big))
 	}
 	mustWrite(t, filepath.Join(w.inboxes[0], "big.md"), big)

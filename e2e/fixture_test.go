@@ -219,3 +219,48 @@ func (w *world) checkConverged(markers map[string][]string, results map[string]s
 		t.Errorf("a file was written outside the workspace")
 	}
 }
+
+// stored returns every content the workspace holds, by SHA-256: the
+// ledger's store (its contents table, read-only) and any spool file an
+// earlier version left. A row or file whose bytes do not hash to its
+// name fails the test: the store never holds a partial or foreign
+// content.
+func stored(t *testing.T, ws string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(ws, ".handoff/ledger.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT sha256, data FROM contents`)
+	if err == nil {
+		for rows.Next() {
+			var sha string
+			var data []byte
+			if err := rows.Scan(&sha, &data); err != nil {
+				t.Fatal(err)
+			}
+			if sum(string(data)) != sha {
+				t.Errorf("the ledger's store holds bytes under another content's hash: %s (%d bytes)", sha, len(data))
+				continue
+			}
+			out[sha] = data
+		}
+		rows.Close()
+	}
+	dir := filepath.Join(ws, ".handoff/spool")
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".handoff-tmp.") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil || sum(string(b))+".md" != e.Name() {
+			t.Errorf("partial or foreign file in the legacy spool: %s (%d bytes, %v)", e.Name(), len(b), err)
+			continue
+		}
+		out[strings.TrimSuffix(e.Name(), ".md")] = b
+	}
+	return out
+}

@@ -14,8 +14,8 @@ package e2e
 //     the workspace and the healthy host's inbox (whose handoff is archived
 //     as SPEC step 4 says), is byte for byte unchanged, and the hostile
 //     host's files are virtual, so no other local file can change; inside
-//     the workspace only the files a sync writes exist, and every spool
-//     file is one of the handoffs the test offered, intact;
+//     the workspace only the files a sync writes exist, and every stored
+//     content is one of the handoffs the test offered, intact;
 //   - memory is bounded: the peak RSS of the sync and its workers (wait4's
 //     ru_maxrss, the largest over the processes; see hostileRunMeasured)
 //     stays under hostileMaxRSS;
@@ -576,13 +576,17 @@ func init() {
 }
 
 // hostileCheckWorkspace asserts that the workspace holds only what init and
-// a sync write, and that every spool file is intact and one of the offered
-// handoffs.
+// a sync write (no spool directory: a sync stores in the ledger), and that
+// every stored content is intact and one of the offered handoffs.
 func hostileCheckWorkspace(t *testing.T, ws, caseName string, allowed map[string]bool) {
 	t.Helper()
-	spoolName := regexp.MustCompile(`^\.handoff/spool/[0-9a-f]{64}\.md$`)
+	for sha, b := range stored(t, ws) {
+		if !allowed[sha] {
+			t.Errorf("the store holds bytes the test never offered (sha256 %s): %q", sha, hostileOneLine(string(b), 120))
+		}
+	}
 	fixed := map[string]bool{
-		".": true, ".handoff": true, ".handoff/spool": true, ".handoff/backups": true, ".handoff/receipts": true,
+		".": true, ".handoff": true, ".handoff/backups": true, ".handoff/receipts": true,
 		".handoff/lock": true, ".handoff/workspace.json": true, ".handoff/ledger.db": true, ".handoff/ledger.db-wal": true, ".handoff/ledger.db-shm": true,
 		".handoff/walks": true, ".handoff/walks/hostile.json": true, ".handoff/walks/local.json": true,
 		"memory": true, "memory/cards": true, "memory/handoff-inbox": true, "rules": true, ".learnings": true,
@@ -605,14 +609,6 @@ func hostileCheckWorkspace(t *testing.T, ws, caseName string, allowed map[string
 				t.Errorf("%s does not read back as a walk hint: %v", rel, err)
 			}
 		case fixed[rel], strings.HasPrefix(rel, ".handoff/receipts/"), strings.HasPrefix(rel, ".handoff/backups/"):
-		case spoolName.MatchString(rel):
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			if sha := sum(string(b)); "spool/"+sha+".md" != strings.TrimPrefix(rel, ".handoff/") || !allowed[sha] {
-				t.Errorf("spool file %s holds bytes the test never offered (sha256 %s): %q", rel, sha, hostileOneLine(string(b), 120))
-			}
 		default:
 			t.Errorf("unexpected path in the workspace: %q", rel)
 		}

@@ -377,9 +377,10 @@ func TestInteropSymlinks(t *testing.T) {
 			if got := identify(t, passwd); got != passwdBefore {
 				t.Errorf("/etc/passwd changed: %+v, was %+v", got, passwdBefore)
 			}
+			have := stored(t, ws)
 			for _, c := range []string{outsideContent, hidden, string(passwdBytes)} {
-				if _, err := os.Stat(filepath.Join(ws, ".handoff/spool", sum(c)+".md")); err == nil {
-					t.Errorf("the spool holds a file from outside the inboxes (%.40q…)", c)
+				if _, ok := have[sum(c)]; ok {
+					t.Errorf("the store holds a file from outside the inboxes (%.40q…)", c)
 				}
 			}
 			for _, m := range []string{"marker-outside-", "marker-linked-inbox-"} {

@@ -15,10 +15,10 @@ package e2e
 //     deadline, keepalive, host deadline, the reset itself) is the one that
 //     did, as the host's error says;
 //   - no remote archive without local storage: every handoff gone from its
-//     remote inbox is in the spool (exact bytes) and in the ledger's
-//     sources, and its remote copy sits in processed/ or malformed/;
-//   - no partial spool file: no .handoff-tmp.* file, every spool file
-//     hashes to its name;
+//     remote inbox is in the ledger's store (exact bytes) and sources, and
+//     its remote copy sits in processed/ or malformed/;
+//   - nothing partial stored: no .handoff-tmp.* file, every stored content
+//     hashes to its key (stored);
 //   - convergence: the next run without faults exits 0 and ingests every
 //     handoff exactly once (checkConverged).
 
@@ -200,7 +200,7 @@ func nfArchivedMarker(inbox string) func(faultproxy.Stats) bool {
 // returns how many handoffs the faulty run archived on the remote host.
 func (nw *nfWorld) checkAfterFault(t *testing.T) int {
 	t.Helper()
-	spool := filepath.Join(nw.ws, ".handoff/spool")
+	have := stored(t, nw.ws)
 	sources := map[string]bool{}
 	db, err := sql.Open("sqlite", filepath.Join(nw.ws, ".handoff/ledger.db"))
 	if err != nil {
@@ -234,8 +234,8 @@ func (nw *nfWorld) checkAfterFault(t *testing.T) int {
 		}
 		archived++
 		inbox, name := filepath.Dir(p), filepath.Base(p)
-		if b, err := os.ReadFile(filepath.Join(spool, sum(content)+".md")); err != nil || string(b) != content {
-			t.Errorf("%s left its remote inbox but is not in the spool with its exact bytes (%v)", p, err)
+		if b, ok := have[sum(content)]; !ok || string(b) != content {
+			t.Errorf("%s left its remote inbox but the store does not hold its exact bytes", p)
 		}
 		if !sources[inbox+"|"+name+"|"+sum(content)] {
 			t.Errorf("%s left its remote inbox but the ledger has no source for it", p)
@@ -251,23 +251,6 @@ func (nw *nfWorld) checkAfterFault(t *testing.T) int {
 		}
 	}
 
-	ents, err := os.ReadDir(spool)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), durable.TempPrefix) {
-			t.Errorf("partial spool file left behind: %s", e.Name())
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(spool, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Name() != sum(string(b))+".md" {
-			t.Errorf("spool file %s does not hash to its name", e.Name())
-		}
-	}
 	filepath.WalkDir(nw.dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasPrefix(d.Name(), durable.TempPrefix) {
 			t.Errorf("temporary file left behind: %s", p)

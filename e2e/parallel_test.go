@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestParallelWorkersShareSpool: eight hosts pulled at once store into one
-// spool. Regression: a worker opening the spool used to delete the
-// temporary files of workers still writing, failing their hosts.
-// Invariant: concurrent pulls never disturb each other; every handoff lands
-// once.
-func TestParallelWorkersShareSpool(t *testing.T) {
+// TestParallelWorkersShareStore: eight hosts pulled at once store through
+// the run's one writer into the ledger. Regression (of the spool files
+// before it): a worker opening the spool used to delete the temporary
+// files of workers still writing, failing their hosts. Invariant:
+// concurrent pulls never disturb each other; every handoff lands once.
+func TestParallelWorkersShareStore(t *testing.T) {
 	dir := t.TempDir()
 	var b strings.Builder
 	fmt.Fprintf(&b, "version: 1\nworkspace: %s\ndefaults: {settle: 0s}\nhosts:\n", filepath.Join(dir, "ws"))

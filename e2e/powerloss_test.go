@@ -25,10 +25,11 @@ import (
 // proves from the recorded system calls that durability follows from the
 // protocol and not from luck:
 //
-//   - SpoolRecordArchive (a, b): every spool file's temporary is fsynced
-//     before its rename; the spool directory is fsynced after the rename,
-//     before the ledger commit recording the source, and before the source
-//     is archived on its host; that commit precedes the archive rename.
+//   - SpoolRecordArchive (a, b): a source's exact bytes reach the ledger's
+//     write-ahead log in the commit that records it (or an earlier one, for
+//     a content stored before), and that commit is fsynced before the
+//     source is archived on its host; nothing is created under the legacy
+//     spool directory (one durable write a batch, not a file a handoff).
 //   - PlanBackupTarget (c): per applied plan, the plan is committed before
 //     the target is replaced; the backup is fsynced, renamed and its
 //     directory fsynced before that; the target's temporary is fsynced
@@ -44,7 +45,7 @@ import (
 //     (internal/testkit/fsrecord: file data survives only once fsynced,
 //     directory entries only once the directory is fsynced) and after every
 //     single call the state a power cut would leave is checked: no archived
-//     handoff missing from the durable spool and ledger, no durably
+//     handoff whose bytes or source would be lost from the ledger, no durably
 //     recorded result whose write is lost, no applied write without a
 //     durable plan (the next run would apply it twice), no replaced target
 //     without its durable backup, no receipt path pointing at nothing.
@@ -98,6 +99,7 @@ func TestPowerLoss(t *testing.T) {
 // plSource is one stored source as the ledger has it.
 type plSource struct {
 	host, inbox, name, sha, archivedAs string
+	content                            string // its bytes, as the inbox held them
 }
 
 // pattern is the run of bytes the source's row puts in a SQLite page:
@@ -183,6 +185,11 @@ func plAnalyze(t *testing.T, w *world, ops []fsrecord.Op, pre map[string][]byte)
 	for rows.Next() {
 		var s plSource
 		rows.Scan(&s.host, &s.inbox, &s.name, &s.sha, &s.archivedAs)
+		b, ok := pre[filepath.Join(s.inbox, s.name)]
+		if !ok || plHash(b) != s.sha {
+			t.Fatalf("%s: the ledger's source has no matching file before the run", s.name)
+		}
+		s.content = string(b)
 		a.sources = append(a.sources, s)
 	}
 	rows.Close()
@@ -214,10 +221,11 @@ func plAnalyze(t *testing.T, w *world, ops []fsrecord.Op, pre map[string][]byte)
 	}
 	a.final = plSnapshot(t, w.dir)
 
-	// Syntactic commit points.
+	// Syntactic commit points. A fixture handoff fits in one page, so its
+	// bytes are one run in the WAL frame that stores them.
 	var patterns []string
 	for _, s := range a.sources {
-		patterns = append(patterns, s.pattern())
+		patterns = append(patterns, s.pattern(), s.content)
 	}
 	for _, p := range a.plans {
 		patterns = append(patterns, p.pattern())
@@ -355,15 +363,13 @@ func (a *plAnalysis) checkDurableWrite(t *testing.T, what string, r int) int {
 
 func (a *plAnalysis) checkSpool(t *testing.T) {
 	firstArchive := -1
-	for _, s := range a.sources {
-		spoolFile := filepath.Join(a.spoolDir, s.sha+".md")
-		r := a.renameInto(spoolFile, s.sha)
-		if r < 0 {
-			t.Errorf("%s: no rename put its exact bytes at %s", s.label(), spoolFile)
-			continue
+	for _, o := range a.ops {
+		if o.Writes() && (strings.HasPrefix(o.Path, a.spoolDir) || strings.HasPrefix(o.Path2, a.spoolDir)) {
+			t.Errorf("the run wrote under the legacy spool directory: %s", o)
 		}
-		ds := a.checkDurableWrite(t, "spool "+s.label(), r)
-		rec := a.commit[s.pattern()]
+	}
+	for _, s := range a.sources {
+		rec, stored := a.commit[s.pattern()], a.commit[s.content]
 		arch := a.find(0, func(o fsrecord.Op) bool {
 			return o.IsRename() && o.Path == filepath.Join(s.inbox, s.name) && o.Path2 == filepath.Join(s.inbox, s.archivedAs)
 		})
@@ -374,11 +380,11 @@ func (a *plAnalysis) checkSpool(t *testing.T) {
 		if firstArchive < 0 || arch < firstArchive {
 			firstArchive = arch
 		}
-		if !a.before(ds, rec) {
-			t.Errorf("%s: (a) spool directory fsync does not precede the ledger commit recording the source\n  dir fsync: %s\n  commit:    %s", s.label(), a.at(ds), a.at(rec))
+		if stored > rec {
+			t.Errorf("%s: (a) its bytes reach the ledger after the commit recording it\n  bytes:  %s\n  record: %s", s.label(), a.at(stored), a.at(rec))
 		}
-		if !a.before(ds, arch) {
-			t.Errorf("%s: (a) spool directory fsync does not precede the archive rename\n  dir fsync: %s\n  archive:   %s", s.label(), a.at(ds), a.at(arch))
+		if !a.before(stored, arch) {
+			t.Errorf("%s: (a) the commit holding its bytes does not precede the archive rename\n  commit:  %s\n  archive: %s", s.label(), a.at(stored), a.at(arch))
 		}
 		if !a.before(rec, arch) {
 			t.Errorf("%s: (b) the ledger commit recording the source does not precede its archive rename\n  commit:  %s\n  archive: %s", s.label(), a.at(rec), a.at(arch))
@@ -595,7 +601,7 @@ func (a *plAnalysis) replay(t *testing.T, strict, narrate bool) []string {
 	durablePat := map[string]bool{}
 	patterns := []string{a.receipt}
 	for _, s := range a.sources {
-		patterns = append(patterns, s.pattern())
+		patterns = append(patterns, s.pattern(), s.content)
 	}
 	for _, p := range a.plans {
 		patterns = append(patterns, p.pattern())
@@ -650,9 +656,8 @@ func (a *plAnalysis) replay(t *testing.T, strict, narrate bool) []string {
 			if !isArchived[si] {
 				continue
 			}
-			data, ok, _ := m.Durable(filepath.Join(a.spoolDir, s.sha+".md"))
-			if !ok || plHash(data) != s.sha {
-				fail("spool "+s.name, "%s is archived on its host but its spool file would be lost (no handoff may be lost)", s.name)
+			if !durablePat[s.content] {
+				fail("bytes "+s.name, "%s is archived on its host but its stored bytes would be lost (no handoff may be lost)", s.name)
 			}
 			if !durablePat[s.pattern()] {
 				fail("ledger "+s.name, "%s is archived on its host but its source row would be lost (the next run would never ingest it)", s.name)
@@ -731,13 +736,7 @@ func (a *plAnalysis) replay(t *testing.T, strict, narrate bool) []string {
 	key := map[int]string{}
 	if narrate && len(a.sources) > 0 && len(a.plans) > 0 {
 		s := a.sources[0]
-		if r := a.renameInto(filepath.Join(a.spoolDir, s.sha+".md"), s.sha); r >= 0 {
-			key[r] = "spool rename of " + s.name
-			if ds := a.find(r+1, func(o fsrecord.Op) bool { return o.IsSync() && o.Path == a.spoolDir }); ds >= 0 {
-				key[ds] = "spool directory fsync"
-			}
-		}
-		key[a.commit[s.pattern()]] = "ledger commit recording " + s.name
+		key[a.commit[s.pattern()]] = "ledger commit storing and recording " + s.name
 		for i, si := range archived {
 			if si == 0 {
 				key[i] = "archive rename of " + s.name

@@ -181,14 +181,14 @@ type reviewState struct {
 func (w *reviewWorld) state(c reviewCase) reviewState {
 	sha, src := c.item(w)
 	_, errD := os.Stat(filepath.Join(w.ws, draftOf(src, sha)))
-	_, errS := os.Stat(filepath.Join(w.ws, ".handoff/spool", sha+".md"))
+	_, inStore := stored(w.t, w.ws)[sha]
 	_, errO := os.Stat(filepath.Join(w.dir, "outside.md"))
 	return reviewState{
 		applied: c.applied(w),
 		done:    w.count(`SELECT count(*) FROM decisions WHERE sha256 = ? AND state = 'done'`, sha),
 		started: w.count(`SELECT count(*) FROM decisions WHERE sha256 = ? AND state = 'started'`, sha),
 		open:    w.count(`SELECT count(*) FROM plans WHERE state = 'planned'`),
-		draft:   errD == nil, spool: errS == nil, outsider: errO == nil,
+		draft:   errD == nil, spool: inStore, outsider: errO == nil,
 	}
 }
 

@@ -788,16 +788,16 @@ func sshWorld(t *testing.T, srv *sshdtest.Server) (*world, string) {
 }
 
 // TestSSHWorkerKilledMidTransfer kills the pull worker of an SSH host right
-// after it wrote the first spool file (before the directory fsync, the
-// ledger record and any archive), then runs again.
+// after it sent its first batch's bytes and sources to the run (failpoint
+// store.sent: before it hears of the commit, before any archive), then runs
+// again.
 //
 // Invariants: the crash fails the host (exit 1, the error names the
-// worker); no remote file was moved or changed; the ledger holds no source
-// and every whole spool file holds exactly the bytes of its name (a batch's
-// spool files are all written and synced before the first is renamed into
-// place, so the kill may leave temporary files too); the next clean run
-// removes those, ingests every
-// handoff exactly once and archives every source (checkConverged).
+// worker); no remote file was moved or changed; whatever the run committed
+// of the batch it committed whole: every source the ledger holds has its
+// exact bytes in the store, and the store holds nothing partial (stored);
+// the next clean run ingests every handoff exactly once and archives every
+// source (checkConverged), the two runs together storing each once.
 func TestSSHWorkerKilledMidTransfer(t *testing.T) {
 	srv := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	w, home := sshWorld(t, srv)
@@ -805,54 +805,45 @@ func TestSSHWorkerKilledMidTransfer(t *testing.T) {
 	repos := filepath.Join(w.dir, "repos")
 	before := hashTree(t, repos)
 
-	code, out := w.sync("HOME="+home, "SSH_AUTH_SOCK=", failpoint.Env+"=store.spooled")
+	code, out := w.sync("HOME="+home, "SSH_AUTH_SOCK=", failpoint.Env+"=store.sent")
 	if code != 1 || !crashed(code, out) || !strings.Contains(out, "host laptop: worker") {
 		t.Fatalf("want exit 1 with the laptop's worker killed, got exit %d:\n%s", code, out)
 	}
 	assertTreeUnchanged(t, "remote inboxes after the crash", before, hashTree(t, repos))
-	spool := filepath.Join(w.ws, ".handoff/spool")
-	ents, err := os.ReadDir(spool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stored := 0
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".handoff-tmp.") || !strings.HasSuffix(e.Name(), ".md") {
-			continue
-		}
-		stored++
-		b, err := os.ReadFile(filepath.Join(spool, e.Name()))
-		if err != nil || sum(string(b))+".md" != e.Name() {
-			t.Errorf("spool file %s does not hold the bytes of its name (%v)", e.Name(), err)
-		}
-	}
-	if stored < 1 || stored > len(mixedResults) {
-		t.Errorf("spool holds %d handoffs, want at least the 1 written before the kill", stored)
-	}
+	have := stored(t, w.ws)
 	db, err := sql.Open("sqlite", filepath.Join(w.ws, ".handoff/ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sources int
-	if err := db.QueryRow(`SELECT count(*) FROM sources`).Scan(&sources); err != nil || sources != 0 {
-		t.Errorf("ledger holds %d sources after a worker killed before recording (%v)", sources, err)
+	rows, err := db.Query(`SELECT name, sha256 FROM sources`)
+	if err != nil {
+		t.Fatal(err)
 	}
+	sources := 0
+	for rows.Next() {
+		var name, sha string
+		if err := rows.Scan(&name, &sha); err != nil {
+			t.Fatal(err)
+		}
+		sources++
+		if _, ok := have[sha]; !ok {
+			t.Errorf("the ledger records %s but the store lacks its bytes", name)
+		}
+	}
+	rows.Close()
 	db.Close()
+	if sources > len(mixedResults) {
+		t.Errorf("ledger holds %d sources, more than the %d offered", sources, len(mixedResults))
+	}
+	first := latestReceipt(t, w.ws)
 
 	if code, out := w.sync("HOME="+home, "SSH_AUTH_SOCK="); code != 0 {
 		t.Fatalf("clean run exited %d:\n%s", code, out)
 	}
-	if ents, err := os.ReadDir(spool); err == nil {
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".handoff-tmp.") {
-				t.Errorf("temporary file still in the spool after the clean run: %s", e.Name())
-			}
-		}
-	}
 	w.checkConverged(markers, mixedResults)
 	rc := latestReceipt(t, w.ws)
-	if rc.Outcome != receipts.OutcomeOK || rc.Counts.Pulled != len(mixedResults) {
-		t.Errorf("clean run: outcome %q, pulled %d, want ok and %d", rc.Outcome, rc.Counts.Pulled, len(mixedResults))
+	if rc.Outcome != receipts.OutcomeOK || first.Counts.Pulled+rc.Counts.Pulled != len(mixedResults) {
+		t.Errorf("clean run: outcome %q, pulled %d after the killed run's %d, want ok and %d in all", rc.Outcome, rc.Counts.Pulled, first.Counts.Pulled, len(mixedResults))
 	}
 	for _, h := range rc.Handoffs {
 		if h.Host != "laptop" || mixedResults[h.Name] != h.Result {
@@ -911,17 +902,18 @@ func TestSSHHostFlagTouchesOnlyThatHost(t *testing.T) {
 	}
 	assertTreeUnchanged(t, "host a after run 1", beforeA, hashTree(t, treeA))
 	storedBefore := 0
+	have := stored(t, ws)
 	for n, c := range backlog {
-		b, err := os.ReadFile(filepath.Join(ws, ".handoff/spool", sum(c)+".md"))
+		b, ok := have[sum(c)]
 		switch {
-		case err == nil && string(b) == c:
+		case ok && string(b) == c:
 			storedBefore++
-		case errors.Is(err, fs.ErrNotExist):
+		case !ok:
 			if _, err := os.Stat(filepath.Join(inboxB, n)); err != nil {
 				t.Errorf("b's %s neither stored nor in its inbox: %v", n, err)
 			}
 		default:
-			t.Errorf("b's %s in the spool: %q, %v", n, b, err)
+			t.Errorf("b's %s in the store: %q", n, b)
 		}
 	}
 	if storedBefore == 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/durable"
-	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 // mixedHandoff returns the i-th of a mix: card creations, document appends
@@ -41,10 +40,6 @@ func BenchmarkIngest1000(b *testing.B) {
 		b.StopTimer()
 		dir := b.TempDir()
 		ws := filepath.Join(dir, "ws")
-		sp, err := spool.Open(filepath.Join(ws, layout.SpoolDir))
-		if err != nil {
-			b.Fatal(err)
-		}
 		led, err := ledger.Open(filepath.Join(dir, "ledger.db"))
 		if err != nil {
 			b.Fatal(err)
@@ -57,12 +52,10 @@ func BenchmarkIngest1000(b *testing.B) {
 			batch[sha] = data
 			srcs = append(srcs, claim.Source{Host: "h", Inbox: "/in", Name: fmt.Sprintf("h%d.md", i), SHA256: sha, Size: int64(len(data))})
 		}
-		if err := sp.Put(batch); err != nil {
+		if _, err := led.StoreSources(ctx, "seed", srcs, batch); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := led.RecordSources(ctx, "seed", srcs); err != nil {
-			b.Fatal(err)
-		}
+		sp := led.Store(nil)
 		ing, err := New(Options{Workspace: ws, RunID: "bench"}, led, sp)
 		if err != nil {
 			b.Fatal(err)

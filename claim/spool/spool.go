@@ -1,14 +1,17 @@
-// Package spool is the store step: every handoff's exact bytes, kept by
-// their SHA-256 under <dir>/<sha256>.md.
+// Package spool is the store step's interface (Store: exact bytes by
+// SHA-256) and the directory format versions before the ledger's store
+// wrote: one file a content, <dir>/<sha256>.md. A run reads such a
+// directory (OpenReadOnly) beneath the ledger's store (ledger.Store) and
+// never writes it; Dir keeps the whole format, writes included, for the
+// tests that set up a workspace as those versions left it.
 //
-// Guarantees: when Put returns nil every content of the batch is durable,
-// its file and its directory entry fsynced; a content is never rewritten
-// once stored; Has, Get and Put answer only from entries that are durable
-// (a Dir fsyncs its directory once, before the first of them); Get returns
-// only bytes that still hash to their name (ErrCorrupt otherwise); a crash
-// leaves at most temporary files, which RemoveTemps deletes; a spool
-// layered over another (OpenLayered, Overlay: a dry run's) never writes
-// the one below.
+// Guarantees of a Dir: when Put returns nil every content of the batch
+// is durable, its file and its directory entry fsynced; a content is
+// never rewritten once stored; Has, Get and Put answer only from entries
+// that are durable (a writable Dir fsyncs its directory once, before the
+// first of them); Get returns only bytes that still hash to their name
+// (ErrCorrupt otherwise); a crash leaves at most temporary files, which
+// RemoveTemps deletes.
 package spool
 
 import (
@@ -23,7 +26,6 @@ import (
 	"sync"
 
 	"github.com/handoff-sync/handoff/internal/durable"
-	"github.com/handoff-sync/handoff/internal/failpoint"
 )
 
 // Spool holds the exact bytes of every stored handoff, addressed by their
@@ -200,80 +202,16 @@ func (s *Dir) Put(batch map[string][]byte) (err error) {
 			temps = temps[i+1:]
 			return fmt.Errorf("spool: %w", err)
 		}
-		failpoint.Inject("store.spooled")
 	}
 	temps = nil
 	if err := durable.SyncDir(s.root, "."); err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	failpoint.Inject("store.synced")
 	return nil
 }
 
 // spoolSyncs is how many spool files Put writes and fsyncs at once.
 const spoolSyncs = 32
-
-// Overlay writes new content to Upper and reads from Upper, then Base. A
-// dry run uses it with Upper in a temporary directory and Base the real
-// spool opened read-only, so that nothing reaches the workspace.
-type Overlay struct {
-	Upper *Dir
-	Base  *Dir // may be nil
-}
-
-var _ Store = (*Overlay)(nil)
-
-func (o *Overlay) Has(sha string) (bool, error) {
-	ok, err := o.Upper.Has(sha)
-	if ok || err != nil || o.Base == nil {
-		return ok, err
-	}
-	return o.Base.Has(sha)
-}
-
-func (o *Overlay) Get(sha string) ([]byte, error) {
-	if ok, _ := o.Upper.Has(sha); ok || o.Base == nil {
-		return o.Upper.Get(sha)
-	}
-	return o.Base.Get(sha)
-}
-
-func (o *Overlay) Put(batch map[string][]byte) error {
-	fresh := map[string][]byte{}
-	for sha, data := range batch {
-		if o.Base != nil {
-			if ok, _ := o.Base.Has(sha); ok {
-				continue
-			}
-		}
-		fresh[sha] = data
-	}
-	return o.Upper.Put(fresh)
-}
-
-// OpenLayered opens dir as the spool, layered over base when base is set:
-// a dry run's scratch spool (dir) over the real one (base, opened
-// read-only; none yet is an empty one), as Overlay joins them. The function returned closes both.
-func OpenLayered(dir, base string) (Store, func() error, error) {
-	upper, err := Open(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if base == "" {
-		return upper, upper.Close, nil
-	}
-	lower, err := OpenReadOnly(base)
-	if err != nil {
-		upper.Close()
-		return nil, nil, err
-	}
-	return &Overlay{Upper: upper, Base: lower}, func() error {
-		if lower != nil {
-			lower.Close()
-		}
-		return upper.Close()
-	}, nil
-}
 
 // Hash is the lower-case hex SHA-256 of data.
 func Hash(data []byte) string {

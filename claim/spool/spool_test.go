@@ -225,50 +225,6 @@ func TestDirHasRefusesSymlink(t *testing.T) {
 	}
 }
 
-// TestOverlay protects "a dry run writes nothing": new content lands in
-// the upper (scratch) spool only, content already in the base is not
-// copied, and reads see both.
-func TestOverlay(t *testing.T) {
-	t.Parallel()
-	root := tempRoot(t)
-	base, err := spool.Open(filepath.Join(root, "spool"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	upper, err := spool.Open(filepath.Join(root, "scratch"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer upper.Close()
-	a, b := fixture(t, "handoff.md"), fixture(t, "malformed.md")
-	if err := base.Put(map[string][]byte{sha(a): a}); err != nil {
-		t.Fatal(err)
-	}
-	o := &spool.Overlay{Upper: upper, Base: base}
-	if err := o.Put(map[string][]byte{sha(a): a, sha(b): b}); err != nil {
-		t.Fatal(err)
-	}
-	for _, data := range [][]byte{a, b} {
-		if ok, err := o.Has(sha(data)); !ok || err != nil {
-			t.Errorf("Has = %v, %v", ok, err)
-		}
-		if got, err := o.Get(sha(data)); err != nil || string(got) != string(data) {
-			t.Errorf("Get: %v", err)
-		}
-	}
-	if got := spoolNames(t, filepath.Join(root, "spool")); !sameSet(got, []string{spool.Name(sha(a))}) {
-		t.Errorf("base spool holds %q after an overlay Put", got)
-	}
-	if got := spoolNames(t, filepath.Join(root, "scratch")); !sameSet(got, []string{spool.Name(sha(b))}) {
-		t.Errorf("upper spool holds %q, want only the new content", got)
-	}
-	alone := &spool.Overlay{Upper: upper}
-	if _, err := alone.Get(sha(a)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Get of content only in an absent base: %v", err)
-	}
-}
-
 // TestDirPutSyncsEntriesLeftByACrash protects "no remote copy archived
 // before local storage" across a power cut: a run killed after renaming a
 // spool file into place but before the directory fsync (failpoint

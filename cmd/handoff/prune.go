@@ -28,33 +28,35 @@ func newPruneCmd(g *globals) *cobra.Command {
 	c := &pruneCmd{g: g}
 	cmd := &cobra.Command{
 		Use:   "prune --older-than DURATION",
-		Short: "Delete archived handoffs (processed/) and ingested spool files older than a duration",
+		Short: "Delete archived handoffs (processed/) and the stored bytes of ingested ones older than a duration",
 		Long: `prune deletes, on every host (or those named with --host), the regular files
 in each inbox's processed/ directory that the ledger says were archived more
 than --older-than ago (the writer's modification time plays no part; files the
 ledger does not know stay, see ` + "`handoff import processed`" + `), and in the
-workspace the spool files of handoffs ingested before then and the per-run
+workspace the stored bytes of handoffs ingested before then and the per-run
 receipts of runs finished before then. It never touches malformed/, the
 inboxes themselves, review drafts, latest.json, latest.log, the receipt of
 the newest run that was not ok, or the ledger's rows; it never follows a
 symlink and never descends below processed/.
 
-It keeps the spool files (.handoff/spool/<sha256>.md, a handoff's exact
-bytes) of every handoff a person may still act on, however old: one that
+It keeps the stored bytes (a handoff's exact bytes, in the ledger; earlier
+versions' .handoff/spool/<sha256>.md files likewise) of every handoff a
+person may still act on, however old: one that
 waits in ` + "`handoff review`" + ` (review or quarantine), and one rejected less than
 --older-than ago, so that ` + "`handoff review show ID`" + ` can still show what was
 rejected. Once a rejection is older than --older-than, its bytes go like any
 other ingested handoff's (a malformed handoff's stay: they are the
-quarantine). It holds the workspace lock
-like sync. --older-than is at least 1h; --dry-run lists every file it would
-remove (spool files only by count).`,
+quarantine). The ledger's file keeps its size: SQLite reuses the space for
+the handoffs stored next. It holds the workspace lock like sync.
+--older-than is at least 1h; --dry-run lists every file it would remove
+(stored bytes only by count).`,
 		Example: "  handoff prune --older-than 30d\n  handoff prune --older-than 90d --host laptop --dry-run",
 		Args:    cobra.NoArgs,
 		RunE:    c.run,
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.olderThan, "older-than", "", "age past which archived handoffs go, such as 30d or 720h (required)")
-	f.StringArrayVar(&c.hosts, "host", nil, "prune only this host (repeatable); only spool files from these hosts go")
+	f.StringArrayVar(&c.hosts, "host", nil, "prune only this host (repeatable); only stored bytes from these hosts go")
 	f.BoolVar(&c.dryRun, "dry-run", false, "show what would be removed; remove nothing")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
@@ -118,10 +120,10 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.g.stdout, "%sspool: %s %d %s\n", prefix, verb, r.Spool.Files, plural(r.Spool.Files, "file", "files"))
+	fmt.Fprintf(c.g.stdout, "%sstore: %s the bytes of %d %s (%s)\n", prefix, verb, r.Spool.Files, plural(r.Spool.Files, "handoff", "handoffs"), formatBytes(r.Spool.Bytes))
 	if r.Spool.Held > 0 {
-		fmt.Fprintf(c.g.stdout, "%sspool: kept %d %s of handoffs that wait for a person or were rejected less than %s ago (`handoff review --all`)\n",
-			prefix, r.Spool.Held, plural(r.Spool.Held, "file", "files"), c.olderThan)
+		fmt.Fprintf(c.g.stdout, "%sstore: kept the bytes of %d %s that %s for a person or %s rejected less than %s ago (`handoff review --all`)\n",
+			prefix, r.Spool.Held, plural(r.Spool.Held, "handoff", "handoffs"), plural(r.Spool.Held, "waits", "wait"), plural(r.Spool.Held, "was", "were"), c.olderThan)
 	}
 	fmt.Fprintf(c.g.stdout, "%sreceipts: %s %d %s\n", prefix, verb, r.Receipts.Files, plural(r.Receipts.Files, "receipt", "receipts"))
 	if r.DryRun {

@@ -113,7 +113,7 @@ says where your text is.`,
 	allowFlags(edit)
 	reject := &cobra.Command{
 		Use:   "reject ID --note TEXT",
-		Short: "Take a waiting item out of the review inbox (its bytes stay in the spool, kept by prune for --older-than)",
+		Short: "Take a waiting item out of the review inbox (its bytes stay stored, kept by prune for --older-than)",
 		Args:  cobra.ExactArgs(1),
 		RunE:  c.reject,
 	}

@@ -340,13 +340,13 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool, fact
 		check("plans", CheckWarn, fmt.Sprintf("%d interrupted plan(s): a run stopped in the middle of applying", n),
 			"the next sync finishes them (run `handoff sync` now, or wait for the timer)")
 	}
-	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in %s", tot.Results[receipts.ResultMalformed], layout.SpoolDir), "")
+	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in the store (`handoff review` lists them)", tot.Results[receipts.ResultMalformed]), "")
 	return out
 }
 
 func ledgerRepairHint(p string) string {
-	return fmt.Sprintf("stop the timer, copy %s* aside, and rebuild it with `sqlite3 %s .recover | sqlite3 new.db`; the spool (%s) still holds every stored handoff",
-		p, p, layout.SpoolDir)
+	return fmt.Sprintf("stop the timer, copy %s* aside, and rebuild it with `sqlite3 %s .recover | sqlite3 new.db` (that salvages the stored handoffs' bytes too, its contents table); the hosts' processed/ directories keep a copy of every archived handoff until prune removes it",
+		p, p)
 }
 
 func doctorReviewInbox(ws string) Check {

@@ -78,10 +78,12 @@ func doctorReview(ctx context.Context, ws string, opts Options) []Check {
 		hosts = append(hosts, h)
 	}
 	sort.Strings(hosts)
-	sp, _ := spool.OpenReadOnly(filepath.Join(ws, layout.SpoolDir))
-	if sp != nil {
-		defer sp.Close()
+	legacy, _ := spool.OpenReadOnly(filepath.Join(ws, layout.SpoolDir))
+	if legacy != nil {
+		defer legacy.Close()
 	}
+	sp := v.Store(legacy)
+	defer sp.Close()
 	for _, h := range hosts {
 		rs := recent[h]
 		n := 0
@@ -95,7 +97,7 @@ func doctorReview(ctx context.Context, ws string, opts Options) []Check {
 		}
 		latest := ""
 		for _, r := range rs {
-			if r.Result != receipts.ResultMalformed || sp == nil {
+			if r.Result != receipts.ResultMalformed {
 				continue
 			}
 			if data, err := sp.Get(r.SHA256); err == nil {

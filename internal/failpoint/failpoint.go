@@ -31,9 +31,8 @@ const Env = "HANDOFF_FAILPOINT"
 // Names lists the failpoints of the pull and the ingester, which every run
 // reaches, in pipeline order.
 var Names = []string{
-	"store.spooled",        // spool file renamed into place, directory not yet synced
-	"store.synced",         // spool directory synced, source not yet in the ledger
-	"store.recorded",       // source recorded in the ledger, remote not yet archived
+	"store.sent",           // a pull worker sent a batch's bytes and sources to the run, not yet told they are committed
+	"store.recorded",       // a batch's bytes and sources committed in the ledger, remote not yet archived
 	"ack.renamed",          // one source archived on its host
 	"plan.recorded",        // a batch's plan rows committed, no backup yet
 	"backup.written",       // backups of a batch's targets durable

@@ -18,14 +18,14 @@ import (
 // at its second hit and checks that the child dies by SIGKILL exactly there.
 func TestInjectKills(t *testing.T) {
 	if os.Getenv("FAILPOINT_CHILD") == "1" {
-		Inject("store.spooled")
+		Inject("store.sent")
 		os.Stdout.WriteString("first hit survived\n")
-		Inject("store.spooled")
+		Inject("store.sent")
 		os.Stdout.WriteString("second hit survived\n")
 		os.Exit(0)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestInjectKills$")
-	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", Env+"=store.spooled@2")
+	cmd.Env = append(os.Environ(), "FAILPOINT_CHILD=1", Env+"=store.sent@2")
 	out, err := cmd.Output()
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != -1 {

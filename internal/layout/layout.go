@@ -22,7 +22,9 @@ const (
 	ReviewDir = "memory/handoff-inbox"
 	// StateDir holds everything handoff keeps for itself.
 	StateDir = ".handoff"
-	// SpoolDir holds every stored handoff, <sha256>.md, exact bytes.
+	// SpoolDir is where versions before the ledger's store kept every
+	// stored handoff, <sha256>.md, exact bytes; it is still read, never
+	// written (ledger.Store).
 	SpoolDir = StateDir + "/spool"
 	// BackupsDir holds the prior content of every target a plan changed.
 	BackupsDir = StateDir + "/backups"

@@ -16,7 +16,6 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
-	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/prune"
@@ -70,7 +69,8 @@ type pruneFixture struct {
 	*testenv.Env
 	dial      setup.Dialer // nil: setup.Dial
 	processed []string     // the archived handoffs prune must remove
-	spoolGone []string     // spool files prune must remove
+	spoolGone []string     // stored contents (by SHA-256) prune must remove
+	spoolKeep []string     // stored contents that must survive, whatever their age
 	keep      []string     // paths that must survive, whatever their age
 	outside   string       // a directory outside every inbox
 }
@@ -91,19 +91,19 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 		t.Fatalf("processed: %v", f.processed)
 	}
 	for _, n := range []string{"a.md", "c.md"} {
-		f.spoolGone = append(f.spoolGone, filepath.Join(e.WS, layout.SpoolDir, spool.Name(testenv.Sum(map[string]string{
-			"a.md": testenv.Card("x.md", "body"), "c.md": testenv.Doc("TOOLS.md", "t")}[n]))))
+		f.spoolGone = append(f.spoolGone, testenv.Sum(map[string]string{
+			"a.md": testenv.Card("x.md", "body"), "c.md": testenv.Doc("TOOLS.md", "t")}[n]))
 	}
 	old := time.Now().Add(-365 * 24 * time.Hour)
 
 	// Never removed: malformed/, review drafts, the malformed handoff's
-	// spool file.
+	// stored bytes.
 	f.keep = append(f.keep, glob(t, filepath.Join(e.Inbox, "malformed/*.md"))...)
 	f.keep = append(f.keep, glob(t, filepath.Join(e.WS, layout.ReviewDir, "*.md"))...)
-	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, spool.Name(testenv.Sum("not a handoff"))))
+	f.spoolKeep = append(f.spoolKeep, testenv.Sum("not a handoff"))
 	// r.md waits in review: its exact bytes stay, however old.
-	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, spool.Name(testenv.Sum(testenv.Doc("../etc/passwd", "x")))))
-	if len(f.keep) != 4 {
+	f.spoolKeep = append(f.spoolKeep, testenv.Sum(testenv.Doc("../etc/passwd", "x")))
+	if len(f.keep) != 2 {
 		t.Fatalf("keep: %v", f.keep)
 	}
 	for _, p := range f.keep {
@@ -112,23 +112,16 @@ func newPruneFixture(t *testing.T) *pruneFixture {
 
 	// A handoff stored but not ingested yet (a crash between the two).
 	pending := testenv.Doc("TOOLS.md", "pending")
-	sp, err := spool.Open(filepath.Join(e.WS, layout.SpoolDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sp.Put(map[string][]byte{testenv.Sum(pending): []byte(pending)}); err != nil {
-		t.Fatal(err)
-	}
-	sp.Close()
 	led, err := ledger.Open(filepath.Join(e.WS, layout.LedgerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := led.RecordSources(context.Background(), "crashed", []claim.Source{{Host: "canonical", Inbox: e.Inbox, Name: "p.md", SHA256: testenv.Sum(pending), Size: int64(len(pending)), Parses: true}}); err != nil {
+	if _, err := led.StoreSources(context.Background(), "crashed", []claim.Source{{Host: "canonical", Inbox: e.Inbox, Name: "p.md", SHA256: testenv.Sum(pending), Size: int64(len(pending)), Parses: true}},
+		map[string][]byte{testenv.Sum(pending): []byte(pending)}); err != nil {
 		t.Fatal(err)
 	}
 	led.Close()
-	f.keep = append(f.keep, filepath.Join(e.WS, layout.SpoolDir, spool.Name(testenv.Sum(pending))))
+	f.spoolKeep = append(f.spoolKeep, testenv.Sum(pending))
 
 	// In processed/: a young handoff, a symlink, a directory with a file
 	// in it, a name that is not a plain *.md name. All old but the first.
@@ -199,6 +192,35 @@ func (f *pruneFixture) prune(dryRun bool) *prune.Report {
 	return r
 }
 
+// stored reports whether the workspace's ledger holds sha's bytes.
+func stored(t *testing.T, ws, sha string) bool {
+	t.Helper()
+	return storedSizes(t, ws, []string{sha})[sha] > 0
+}
+
+// storedSizes returns the sizes of the bytes the ledger holds, by hash,
+// and in all under "".
+func storedSizes(t *testing.T, ws string, shas []string) map[string]int64 {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(ws, layout.LedgerFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := map[string]int64{}
+	for _, sha := range shas {
+		var n int64
+		if err := db.QueryRow(`SELECT coalesce(sum(length(data)), 0) FROM contents WHERE sha256 = ?`, sha).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			out[sha] = n
+		}
+		out[""] += n
+	}
+	return out
+}
+
 func countRows(t *testing.T, ws string) int {
 	t.Helper()
 	db, err := sql.Open("sqlite", filepath.Join(ws, layout.LedgerFile))
@@ -217,7 +239,7 @@ func TestPrune(t *testing.T) {
 	f := newPruneFixture(t)
 	rows := countRows(t, f.WS)
 	wantBytes := fileSizes(t, f.processed)
-	wantSpoolBytes := fileSizes(t, f.spoolGone)
+	wantSpoolBytes := storedSizes(t, f.WS, f.spoolGone)
 
 	// A dry run reports exactly what the real run then does, and changes
 	// nothing at all.
@@ -241,13 +263,23 @@ func TestPrune(t *testing.T) {
 		if r.Receipts.Files != 0 {
 			t.Errorf("dry=%v receipts: %+v, want the setup sync's kept: it is the newest", r.DryRun, r.Receipts)
 		}
-		if r.Spool.Files != 2 || r.Spool.Bytes != wantSpoolBytes || r.Spool.Held != 1 {
-			t.Errorf("dry=%v spool: %+v, want 2 files (%d bytes), 1 held for review", r.DryRun, r.Spool, wantSpoolBytes)
+		if r.Spool.Files != 2 || r.Spool.Bytes != wantSpoolBytes[""] || r.Spool.Held != 1 {
+			t.Errorf("dry=%v spool: %+v, want 2 files (%d bytes), 1 held for review", r.DryRun, r.Spool, wantSpoolBytes[""])
 		}
 	}
-	for _, p := range append(f.processed, f.spoolGone...) {
+	for _, p := range f.processed {
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s not removed: %v", p, err)
+		}
+	}
+	for _, sha := range f.spoolGone {
+		if stored(t, f.WS, sha) {
+			t.Errorf("the bytes of %.12s not removed", sha)
+		}
+	}
+	for _, sha := range f.spoolKeep {
+		if !stored(t, f.WS, sha) {
+			t.Errorf("the bytes of %.12s must never be pruned", sha)
 		}
 	}
 	for _, p := range f.keep {

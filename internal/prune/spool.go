@@ -2,6 +2,7 @@ package prune
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim/spool"
@@ -11,20 +12,24 @@ import (
 
 // SpoolResult says what PruneSpool removed, or would remove in a dry run.
 type SpoolResult struct {
+	// Files counts the stored contents removed: rows of the ledger's
+	// store, and files of the spool directory an earlier version wrote
+	// (a content in both counts once).
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
-	// Held counts the spool files that were old enough to go but stay for
+	// Held counts the contents that were old enough to go but stay for
 	// a person: their handoff waits in review or the quarantine, or was
 	// rejected less than the retention ago.
 	Held int `json:"held"`
 }
 
-// SpoolOptions select the spool files PruneSpool removes.
+// SpoolOptions select the stored contents PruneSpool removes.
 type SpoolOptions struct {
-	// Dir is the spool directory (<workspace>/.handoff/spool).
+	// Dir is the spool directory earlier versions wrote
+	// (<workspace>/.handoff/spool); it may not exist.
 	Dir string
 	// Before: a handoff whose latest source was ingested at or after this
-	// time keeps its spool file, and so does one rejected at or after it.
+	// time keeps its bytes, and so does one rejected at or after it.
 	Before time.Time
 	// Hosts, when not empty, limits pruning to handoffs whose every source
 	// came from one of these hosts.
@@ -33,13 +38,14 @@ type SpoolOptions struct {
 	DryRun bool
 }
 
-// PruneSpool removes the spool files (<sha256>.md) of handoffs that are done
-// with: every source with that content has a result, none of them is
-// malformed (the spool is the quarantine for malformed content), no plan for
-// it is unfinished, and the latest source was ingested before opts.Before.
-// Ledger rows are never changed; a later copy of the same content is stored
-// again and recorded as a duplicate, so nothing depends on the spool file
-// once its handoff is finished.
+// Spool removes the stored bytes of handoffs that are done with, from
+// the ledger's store and from the legacy spool directory: every source
+// with that content has a result, none of them is malformed (the store is
+// the quarantine for malformed content), no plan for it is unfinished, and
+// the latest source was ingested before opts.Before. No other ledger row
+// changes; a later copy of the same content is stored again and recorded
+// as a duplicate, so nothing depends on the bytes once the handoff is
+// finished.
 //
 // The exact bytes of a handoff a person may still act on are never
 // removed: one that waits for review (no decision, or only abandoned
@@ -47,10 +53,12 @@ type SpoolOptions struct {
 // opts.Before, so that a rejection can be taken back from the bytes it
 // was about for as long as the retention lasts.
 //
-// Only regular files whose names the ledger yields are removed: anything
-// else in the spool (temporary files, names the ledger does not know,
-// symlinks, directories) is left alone. The caller holds the workspace
-// lock, so no run is storing or ingesting meanwhile.
+// In the legacy directory only regular files whose names the ledger
+// yields are removed: anything else (temporary files, names the ledger
+// does not know, symlinks, directories) is left alone. The caller holds
+// the workspace lock, so no run is storing or ingesting meanwhile. The
+// ledger's file keeps its size; SQLite reuses the pages freed for the
+// contents stored next (see docs/design.md, "The store").
 func Spool(ctx context.Context, l *ledger.Ledger, opts SpoolOptions) (SpoolResult, error) {
 	var res SpoolResult
 	shas, err := l.PrunableSpool(ctx, opts.Before, opts.Hosts)
@@ -61,20 +69,42 @@ func Spool(ctx context.Context, l *ledger.Ledger, opts SpoolOptions) (SpoolResul
 	if err != nil {
 		return res, err
 	}
+	gone := make([]string, 0, len(shas))
 	names := make([]string, 0, len(shas))
 	for _, sha := range shas {
 		if held[sha] {
 			res.Held++
 			continue
 		}
+		gone = append(gone, sha)
 		names = append(names, spool.Name(sha))
 	}
-	removed, size, err := removeRegular(ctx, opts.Dir, names, opts.DryRun, "spool")
-	res.Files, res.Bytes = len(removed), size
-	if err != nil {
-		return res, err
+	counted := map[string]bool{}
+	if opts.DryRun {
+		sizes, err := l.ContentSizes(ctx, gone)
+		if err != nil {
+			return res, err
+		}
+		for sha, z := range sizes {
+			counted[sha] = true
+			res.Bytes += z
+		}
+	} else {
+		deleted, size, err := l.DeleteContents(ctx, gone)
+		if err != nil {
+			return res, err
+		}
+		for _, sha := range deleted {
+			counted[sha] = true
+		}
+		res.Bytes += size
 	}
-	return res, nil
+	removed, size, err := removeRegular(ctx, opts.Dir, names, opts.DryRun, "spool")
+	for _, name := range removed {
+		counted[strings.TrimSuffix(name, ".md")] = true
+	}
+	res.Files, res.Bytes = len(counted), res.Bytes+size
+	return res, err
 }
 
 // heldForReview returns the contents whose bytes stay for a person: those

@@ -14,17 +14,19 @@ import (
 	"github.com/handoff-sync/handoff/receipts"
 )
 
-// spoolFixture is a ledger and a spool holding one content per case.
+// spoolFixture is a ledger holding one content per case: in its store, or
+// (legacy) in a spool directory as earlier versions wrote them.
 type spoolFixture struct {
-	t     *testing.T
-	led   *ledger.Ledger
-	dir   string // the spool
-	shas  map[string]string
-	rows  int
-	bytes map[string]int64
+	t      *testing.T
+	led    *ledger.Ledger
+	legacy bool
+	dir    string // the legacy spool
+	shas   map[string]string
+	rows   int
+	bytes  map[string]int64
 }
 
-func newSpoolFixture(t *testing.T) *spoolFixture {
+func newSpoolFixture(t *testing.T, legacy bool) *spoolFixture {
 	t.Helper()
 	dir := t.TempDir()
 	led, err := ledger.Open(filepath.Join(dir, "ledger.db"))
@@ -32,7 +34,7 @@ func newSpoolFixture(t *testing.T) *spoolFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { led.Close() })
-	return &spoolFixture{t: t, led: led, dir: filepath.Join(dir, "spool"), shas: map[string]string{}, bytes: map[string]int64{}}
+	return &spoolFixture{t: t, led: led, legacy: legacy, dir: filepath.Join(dir, "spool"), shas: map[string]string{}, bytes: map[string]int64{}}
 }
 
 // source stores content under key (once) and records one source of it with
@@ -43,17 +45,21 @@ func (f *spoolFixture) source(key, host, name, result string, ingested time.Time
 	sha := spool.Hash(data)
 	f.shas[key] = sha
 	f.bytes[key] = int64(len(data))
-	sp, err := spool.Open(f.dir)
-	if err != nil {
-		f.t.Fatal(err)
+	contents := map[string][]byte{sha: data}
+	if f.legacy {
+		sp, err := spool.Open(f.dir)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if err := sp.Put(contents); err != nil {
+			f.t.Fatal(err)
+		}
+		sp.Close()
+		contents = nil
 	}
-	if err := sp.Put(map[string][]byte{sha: data}); err != nil {
-		f.t.Fatal(err)
-	}
-	sp.Close()
 	ctx := context.Background()
 	src := claim.Source{Host: host, Inbox: "/in", Name: name, SHA256: sha, Size: int64(len(data)), ArchivedAs: "processed/" + name, Parses: true}
-	if _, err := f.led.RecordSources(ctx, "run-1", []claim.Source{src}); err != nil {
+	if _, err := f.led.StoreSources(ctx, "run-1", []claim.Source{src}, contents); err != nil {
 		f.t.Fatal(err)
 	}
 	f.rows++
@@ -95,9 +101,30 @@ func (f *spoolFixture) decide(key, decision, state string, at time.Time, result 
 	}
 }
 
+// exists reports whether key's bytes are still stored where the fixture
+// put them.
 func (f *spoolFixture) exists(key string) bool {
-	_, err := os.Lstat(filepath.Join(f.dir, spool.Name(f.shas[key])))
-	return err == nil
+	if f.legacy {
+		_, err := os.Lstat(filepath.Join(f.dir, spool.Name(f.shas[key])))
+		return err == nil
+	}
+	ok, err := f.led.Store(nil).Has(f.shas[key])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ok
+}
+
+// bothStores runs a test over contents in the ledger's store and in a
+// legacy spool directory.
+func bothStores(t *testing.T, test func(t *testing.T, f *spoolFixture)) {
+	for _, legacy := range []bool{false, true} {
+		name := "ledger"
+		if legacy {
+			name = "legacy"
+		}
+		t.Run(name, func(t *testing.T) { test(t, newSpoolFixture(t, legacy)) })
+	}
 }
 
 func (f *spoolFixture) sourceRows() int {
@@ -108,11 +135,17 @@ func (f *spoolFixture) sourceRows() int {
 	return n
 }
 
-func TestPruneSpool(t *testing.T) {
+// TestPruneSpool: the bytes of handoffs done with go, from the ledger's
+// store and from a legacy spool, and nothing else: not a pending, young,
+// malformed, half-done or planned one's, and in a legacy spool not a
+// symlink's target or a file the ledger does not know. A dry run counts
+// the same and removes nothing.
+func TestPruneSpool(t *testing.T) { bothStores(t, testPruneSpool) }
+
+func testPruneSpool(t *testing.T, f *spoolFixture) {
 	now := time.Now()
 	old, young := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
 	cutoff := now.Add(-30 * 24 * time.Hour)
-	f := newSpoolFixture(t)
 	f.source("promoted-old", "laptop", "a.md", receipts.ResultPromoted, old)
 	f.source("routed-old", "laptop", "b.md", receipts.ResultRouted, old.Add(time.Second))
 	f.source("review-old", "laptop", "c.md", receipts.ResultReview, old)
@@ -131,29 +164,31 @@ func TestPruneSpool(t *testing.T) {
 		SELECT sha256, id, 'card', 'create-card', 'memory/cards/x.md', '', '', x'', 'planned', 'run-1', '' FROM sources WHERE name = 'i.md'`); err != nil {
 		t.Fatal(err)
 	}
-	// Finished long ago, but its spool file is a symlink: left alone.
-	f.source("symlink", "laptop", "j.md", receipts.ResultRouted, old)
-	sp := filepath.Join(f.dir, spool.Name(f.shas["symlink"]))
-	os.Remove(sp)
-	target := filepath.Join(t.TempDir(), "target.md")
-	if err := os.WriteFile(target, []byte("not the spool's"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(target, sp); err != nil {
-		t.Fatal(err)
-	}
-	// A spool file the ledger does not know.
-	orphan := filepath.Join(f.dir, spool.Name(spool.Hash([]byte("orphan"))))
-	if err := os.WriteFile(orphan, []byte("orphan"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
 	gone := []string{"promoted-old", "routed-old"}
+	kept := []string{"review-old", "promoted-young", "pending", "malformed-old", "half", "dup", "open-plan"}
+	target := filepath.Join(t.TempDir(), "target.md")
+	orphan := filepath.Join(f.dir, spool.Name(spool.Hash([]byte("orphan"))))
+	if f.legacy {
+		// Finished long ago, but its spool file is a symlink: left alone.
+		f.source("symlink", "laptop", "j.md", receipts.ResultRouted, old)
+		sp := filepath.Join(f.dir, spool.Name(f.shas["symlink"]))
+		os.Remove(sp)
+		if err := os.WriteFile(target, []byte("not the spool's"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, sp); err != nil {
+			t.Fatal(err)
+		}
+		// A spool file the ledger does not know.
+		if err := os.WriteFile(orphan, []byte("orphan"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, "symlink")
+	}
 	var wantBytes int64
 	for _, k := range gone {
 		wantBytes += f.bytes[k]
 	}
-	kept := []string{"review-old", "promoted-young", "pending", "malformed-old", "half", "dup", "open-plan", "symlink"}
 
 	ctx := context.Background()
 	opts := SpoolOptions{Dir: f.dir, Before: cutoff, DryRun: true}
@@ -188,11 +223,13 @@ func TestPruneSpool(t *testing.T) {
 			t.Errorf("%s: spool file removed, want kept", k)
 		}
 	}
-	if _, err := os.Stat(orphan); err != nil {
-		t.Errorf("a spool file the ledger does not know was removed: %v", err)
-	}
-	if _, err := os.Stat(target); err != nil {
-		t.Errorf("a symlink's target was touched: %v", err)
+	if f.legacy {
+		if _, err := os.Stat(orphan); err != nil {
+			t.Errorf("a spool file the ledger does not know was removed: %v", err)
+		}
+		if _, err := os.Stat(target); err != nil {
+			t.Errorf("a symlink's target was touched: %v", err)
+		}
 	}
 	if n := f.sourceRows(); n != f.rows {
 		t.Errorf("ledger has %d source rows after prune, want all %d", n, f.rows)
@@ -209,10 +246,13 @@ func TestPruneSpool(t *testing.T) {
 // that still waits for a person, or was rejected less than the retention
 // ago, are never pruned, however long ago it was ingested.
 func TestPruneSpoolKeepsWhatWaitsForAPerson(t *testing.T) {
+	bothStores(t, testPruneSpoolKeepsWhatWaitsForAPerson)
+}
+
+func testPruneSpoolKeepsWhatWaitsForAPerson(t *testing.T, f *spoolFixture) {
 	now := time.Now()
 	cutoff := now.Add(-24 * time.Hour)
 	old, young := now.Add(-40*24*time.Hour), now.Add(-time.Hour)
-	f := newSpoolFixture(t)
 	f.source("waits", "laptop", "a.md", receipts.ResultReview, old)
 	f.source("waits-again", "laptop", "b.md", receipts.ResultReview, old)
 	f.decide("waits-again", "accepted", "abandoned", young, "")
@@ -249,9 +289,10 @@ func TestPruneSpoolKeepsWhatWaitsForAPerson(t *testing.T) {
 
 // TestPruneSpoolHosts: with hosts selected, only content whose every source
 // came from them goes.
-func TestPruneSpoolHosts(t *testing.T) {
+func TestPruneSpoolHosts(t *testing.T) { bothStores(t, testPruneSpoolHosts) }
+
+func testPruneSpoolHosts(t *testing.T, f *spoolFixture) {
 	old := time.Now().Add(-48 * time.Hour)
-	f := newSpoolFixture(t)
 	f.source("laptop-only", "laptop", "a.md", receipts.ResultPromoted, old)
 	f.source("vps-only", "vps", "b.md", receipts.ResultPromoted, old)
 	f.source("both", "laptop", "c.md", receipts.ResultPromoted, old)
@@ -278,7 +319,7 @@ func TestPruneSpoolHosts(t *testing.T) {
 // TestPruneSpoolNoSpool: a workspace whose spool is missing prunes nothing
 // and creates nothing.
 func TestPruneSpoolNoSpool(t *testing.T) {
-	f := newSpoolFixture(t)
+	f := newSpoolFixture(t, true)
 	f.source("x", "laptop", "a.md", receipts.ResultPromoted, time.Now().Add(-48*time.Hour))
 	os.RemoveAll(f.dir)
 	got, err := Spool(context.Background(), f.led, SpoolOptions{Dir: f.dir, Before: time.Now()})

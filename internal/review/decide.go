@@ -66,7 +66,7 @@ type session struct {
 	wsID    string // the workspace's identity
 	unlock  func()
 	led     *ledger.Ledger
-	sp      *spool.Dir
+	sp      *ledger.Store
 	in      *ingest.Ingester
 	runID   string
 	started time.Time
@@ -102,15 +102,20 @@ func begin(ctx context.Context, o Options, what string) (*session, error) {
 		return nil, err
 	}
 	s.closers = append(s.closers, func() { s.led.Close() })
-	if s.sp, err = spool.Open(filepath.Join(ws, layout.SpoolDir)); err != nil {
+	legacy, err := spool.OpenReadOnly(filepath.Join(ws, layout.SpoolDir))
+	if err != nil {
 		return nil, err
 	}
+	if legacy != nil {
+		s.closers = append(s.closers, func() { legacy.Close() })
+		// Under the lock, no writer is live: a temporary file in the
+		// spool an earlier version wrote is a crashed one's.
+		if _, err := legacy.RemoveTemps(); err != nil {
+			return nil, err
+		}
+	}
+	s.sp = s.led.Store(legacy)
 	s.closers = append(s.closers, func() { s.sp.Close() })
-	// Under the lock, no writer is live: a temporary file in the spool is
-	// a crashed one's.
-	if _, err := s.sp.RemoveTemps(); err != nil {
-		return nil, err
-	}
 	if s.in, err = ingest.New(ingest.Options{Workspace: ws, RunID: s.runID, Log: o.Log}, s.led, s.sp); err != nil {
 		return nil, err
 	}
@@ -151,7 +156,7 @@ func (s *session) item(ctx context.Context, id string) (Item, error) {
 
 // bytes returns the item's exact bytes.
 func (s *session) bytes(it Item) ([]byte, error) {
-	b := openBytes(s.ws)
+	b := openBytes(s.ws, s.led)
 	defer b.close()
 	data, _, err := b.get(it)
 	return data, err
@@ -377,7 +382,7 @@ func acceptDryRun(ctx context.Context, o Options, id string, a AcceptOptions) (*
 		}
 		return out, err
 	}
-	b := openBytes(o.Workspace)
+	b := openBytes(o.Workspace, v)
 	defer b.close()
 	data, _, err := b.get(it)
 	if err != nil {
@@ -517,7 +522,7 @@ func Edit(ctx context.Context, o Options, id string, eo EditOptions) (*Outcome, 
 		return nil, s.refuse(ctx, &NoKeptError{Item: it, Dir: os.TempDir()})
 	default:
 		hasKept = false
-		b := openBytes(s.ws)
+		b := openBytes(s.ws, s.led)
 		if draft, ok := b.draft(it); ok {
 			start = draft // a hand edit is not lost
 		}

@@ -280,6 +280,7 @@ func decisionOf(d ledger.Decision) *Decision {
 type reader interface {
 	ReviewItems(ctx context.Context, all bool) ([]ledger.ReviewItem, error)
 	DecisionsFor(ctx context.Context, shas []string) ([]ledger.Decision, error)
+	Store(legacy *spool.Dir) *ledger.Store
 }
 
 // items returns the items the ledger knows (waiting ones; all with all),
@@ -303,7 +304,7 @@ func items(ctx context.Context, r reader, ws string, all bool) ([]Item, error) {
 			latest[d.SHA256] = d // oldest first: the last one wins
 		}
 	}
-	b := openBytes(ws)
+	b := openBytes(ws, r)
 	defer b.close()
 	out := make([]Item, 0, len(rows))
 	for _, row := range rows {
@@ -384,25 +385,28 @@ func describe(it *Item, data []byte) {
 	}
 }
 
-// bytesReader reads an item's exact bytes: from the spool, else (a pruned
-// spool copy) from its draft, each only when they still hash to the item's
-// SHA-256.
+// bytesReader reads an item's exact bytes: from the ledger's store (or
+// the spool directory an earlier version wrote), else (pruned) from its
+// draft, each only when they still hash to the item's SHA-256.
 type bytesReader struct {
-	ws    string
-	spool *spool.Dir
-	root  *os.Root
+	ws     string
+	legacy *spool.Dir
+	spool  *ledger.Store
+	root   *os.Root
 }
 
-func openBytes(ws string) *bytesReader {
+func openBytes(ws string, r reader) *bytesReader {
 	b := &bytesReader{ws: ws}
-	b.spool, _ = spool.OpenReadOnly(filepath.Join(ws, layout.SpoolDir))
+	b.legacy, _ = spool.OpenReadOnly(filepath.Join(ws, layout.SpoolDir))
+	b.spool = r.Store(b.legacy)
 	b.root, _ = os.OpenRoot(ws)
 	return b
 }
 
 func (b *bytesReader) close() {
-	if b.spool != nil {
-		b.spool.Close()
+	b.spool.Close()
+	if b.legacy != nil {
+		b.legacy.Close()
 	}
 	if b.root != nil {
 		b.root.Close()
@@ -445,19 +449,17 @@ const maxDraft = 64 << 20
 func (b *bytesReader) get(it Item) ([]byte, bool, error) {
 	draft, hasDraft := b.draft(it)
 	edited := hasDraft && sum(draft) != it.SHA256
-	if b.spool != nil {
-		data, err := b.spool.Get(it.SHA256)
-		if err == nil {
-			return data, edited, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, spool.ErrCorrupt) {
-			return nil, edited, err
-		}
+	data, err := b.spool.Get(it.SHA256)
+	if err == nil {
+		return data, edited, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, spool.ErrCorrupt) {
+		return nil, edited, err
 	}
 	if hasDraft && !edited {
 		return draft, false, nil
 	}
-	return nil, edited, fmt.Errorf("neither %s/%s nor its draft holds its bytes", layout.SpoolDir, spool.Name(it.SHA256))
+	return nil, edited, fmt.Errorf("neither the ledger's store nor its draft holds its bytes (%s); they were pruned", it.SHA256[:12])
 }
 
 func sum(b []byte) string {

@@ -51,7 +51,7 @@ type Earlier struct {
 	// After is the target's hash once it was applied.
 	After string `json:"after_sha256,omitempty"`
 	// Diff is the unified diff from its bytes to the revision's; "" when
-	// its bytes are no longer in the spool.
+	// its bytes are no longer stored (pruned).
 	Diff string `json:"diff"`
 }
 
@@ -72,7 +72,7 @@ func Show(ctx context.Context, ws, id string) (*Detail, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := openBytes(ws)
+	b := openBytes(ws, v)
 	defer b.close()
 	data, _, err := b.get(it)
 	if err != nil {
@@ -187,10 +187,8 @@ func earlier(ctx context.Context, v *ledger.View, b *bytesReader, it Item, data 
 	if e == nil {
 		return nil, nil
 	}
-	if b.spool != nil {
-		if old, err := b.spool.Get(e.SHA256); err == nil {
-			e.Diff = UnifiedDiff(it.Name+" (the earlier version, "+e.ID+")", it.Name+" (this revision, "+it.ID+")", old, data)
-		}
+	if old, err := b.spool.Get(e.SHA256); err == nil {
+		e.Diff = UnifiedDiff(it.Name+" (the earlier version, "+e.ID+")", it.Name+" (this revision, "+it.ID+")", old, data)
 	}
 	return e, nil
 }

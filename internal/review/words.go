@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/ingest"
-	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -239,7 +238,7 @@ func WriteRejected(w io.Writer, out *Outcome) {
 	if out.Item.Draft == "" {
 		where = "it leaves the quarantine"
 	}
-	fmt.Fprintf(w, "rejected %s: %s; its bytes stay in %s/%s.md\n", out.Item.ID, SafeLine(where), layout.SpoolDir, out.Item.SHA256)
+	fmt.Fprintf(w, "rejected %s: %s; its bytes stay stored (`handoff where --bytes %s` prints them)\n", out.Item.ID, SafeLine(where), out.Item.ID)
 	fmt.Fprintf(w, "`handoff prune` keeps them at least until the rejection is older than its --older-than; meanwhile `handoff review show %s` shows them\n", out.Item.ID)
 	if out.Receipt != "" {
 		fmt.Fprintf(w, "receipt: %s\n", out.Receipt)

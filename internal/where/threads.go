@@ -32,10 +32,14 @@ type Thread struct {
 // addThreads puts on each stored match the handoff it continues and the
 // handoffs that continue it.
 func addThreads(ctx context.Context, v *ledger.View, ws string, ms []Match) error {
-	var sp *spool.Dir // opened only when a thread row is missing
+	var sp *ledger.Store // opened only when a thread row is missing
+	var legacy *spool.Dir
 	defer func() {
 		if sp != nil {
 			sp.Close()
+		}
+		if legacy != nil {
+			legacy.Close()
 		}
 	}()
 	for i := range ms {
@@ -49,15 +53,12 @@ func addThreads(ctx context.Context, v *ledger.View, ws string, ms []Match) erro
 		}
 		if key == "" {
 			if sp == nil {
-				if sp, err = spool.OpenReadOnly(filepath.Join(ws, layout.SpoolDir)); err != nil {
-					sp = nil
-				}
+				legacy, _ = spool.OpenReadOnly(filepath.Join(ws, layout.SpoolDir))
+				sp = v.Store(legacy)
 			}
-			if sp != nil {
-				if data, err := sp.Get(m.SHA256); err == nil && len(data) <= maxThreadRead {
-					if h, err := ingest.Parse(data); err == nil {
-						key = ingest.ContinuesKey(h.Continues)
-					}
+			if data, err := sp.Get(m.SHA256); err == nil && len(data) <= maxThreadRead {
+				if h, err := ingest.Parse(data); err == nil {
+					key = ingest.ContinuesKey(h.Continues)
 				}
 			}
 		}

@@ -74,7 +74,7 @@ func WriteMatch(w io.Writer, m Match) {
 		case m.Target != "":
 			line("target", "%s", m.Target)
 		case m.Result == ingest.ResultMalformed:
-			line("target", "none: quarantined in %s/%s.md", layout.SpoolDir, m.SHA256)
+			line("target", "none: quarantined in the store (`handoff where --bytes %s` prints it)", m.SHA256[:12])
 		}
 		if m.AfterSHA256 != "" {
 			before := m.BeforeSHA256

@@ -45,8 +45,21 @@ type RecordStore interface {
 }
 
 // maxGroup bounds the writes in one transaction: a write is one batch of
-// one host (at most 256 sources).
-const maxGroup = 64
+// one host (at most 256 sources). maxGroupBytes bounds the contents they
+// carry together: a batch holds up to 16 MiB.
+const (
+	maxGroup      = 64
+	maxGroupBytes = 32 << 20
+)
+
+// contentSize is the size of the contents a request carries.
+func contentSize(r *recordReq) int {
+	n := 0
+	for _, d := range r.w.Contents {
+		n += len(d)
+	}
+	return n
+}
 
 type recordReq struct {
 	host string
@@ -82,11 +95,13 @@ func (q *RecordQueue) run() {
 		case <-q.quit:
 			return
 		}
+		size := contentSize(group[0])
 	gather:
-		for len(group) < maxGroup {
+		for len(group) < maxGroup && size < maxGroupBytes {
 			select {
 			case r := <-q.reqs:
 				group = append(group, r)
+				size += contentSize(r)
 			default:
 				break gather
 			}
@@ -194,13 +209,28 @@ func (h hostRecorder) check(srcs []claim.Source) error {
 	return nil
 }
 
-// RecordSources records srcs as stored by the queue's run, whatever runID
-// says: a worker's sources belong to the run that started it.
-func (h hostRecorder) RecordSources(ctx context.Context, _ string, srcs []claim.Source) (int, error) {
+// StoreSources stores contents and records srcs as stored by the queue's
+// run, whatever runID says: a worker's sources belong to the run that
+// started it. Each source's content must come with it, and nothing else:
+// a worker cannot record a source without its bytes, or store bytes no
+// source of its host names.
+func (h hostRecorder) StoreSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (int, error) {
 	if err := h.check(srcs); err != nil {
 		return 0, err
 	}
-	return h.q.write(ctx, h.host, ledger.Write{Record: srcs})
+	named := make(map[string]bool, len(srcs))
+	for _, s := range srcs {
+		if _, ok := contents[s.SHA256]; !ok {
+			return 0, fmt.Errorf("source %s of host %q sent without its content", s.Name, h.host)
+		}
+		named[s.SHA256] = true
+	}
+	for sha := range contents {
+		if !named[sha] {
+			return 0, fmt.Errorf("a content (%.12s) no source of host %q names", sha, h.host)
+		}
+	}
+	return h.q.write(ctx, h.host, ledger.Write{Record: srcs, Contents: contents})
 }
 
 func (h hostRecorder) MarkArchived(ctx context.Context, srcs []claim.Source) error {

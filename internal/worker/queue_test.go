@@ -63,6 +63,10 @@ func src(host, name string) claim.Source {
 // The writes that wait while the ledger is busy go in one transaction,
 // and each writer learns its own count only after that commit. Invariant:
 // no source lost, none recorded before its caller is told.
+// fakeContents is the content of every src: all share one hash, and the
+// fake store checks none.
+var fakeContents = map[string][]byte{strings.Repeat("a", 64): []byte("a")}
+
 func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeStore{hold: make(chan struct{})}
@@ -71,7 +75,7 @@ func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
 		ctx := context.Background()
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			if n, err := q.Recorder("h0").RecordSources(ctx, "run", []claim.Source{src("h0", "first.md")}); n != 1 || err != nil {
+			if n, err := q.Recorder("h0").StoreSources(ctx, "run", []claim.Source{src("h0", "first.md")}, fakeContents); n != 1 || err != nil {
 				t.Errorf("first write: %d, %v", n, err)
 			}
 		})
@@ -80,7 +84,7 @@ func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
 		for i := range waiting {
 			host := fmt.Sprintf("h%d", i+1)
 			wg.Go(func() {
-				n, err := q.Recorder(host).RecordSources(ctx, "run", []claim.Source{src(host, host+"-a.md"), src(host, host+"-b.md")})
+				n, err := q.Recorder(host).StoreSources(ctx, "run", []claim.Source{src(host, host+"-a.md"), src(host, host+"-b.md")}, fakeContents)
 				if n != 2 || err != nil {
 					t.Errorf("write of %s: %d, %v; want 2 added", host, n, err)
 				}
@@ -112,7 +116,9 @@ func TestRecordQueueFailureIsItsOwn(t *testing.T) {
 		synctest.Wait()
 		errs := make([]error, 3)
 		for i, name := range []string{"ok1.md", "bad.md", "ok2.md"} {
-			wg.Go(func() { _, errs[i] = q.Recorder("h1").RecordSources(ctx, "run", []claim.Source{src("h1", name)}) })
+			wg.Go(func() {
+				_, errs[i] = q.Recorder("h1").StoreSources(ctx, "run", []claim.Source{src("h1", name)}, fakeContents)
+			})
 		}
 		synctest.Wait()
 		close(f.hold)
@@ -140,8 +146,17 @@ func TestHostRecorderOwnHostOnly(t *testing.T) {
 	q := StartRecordQueue(f, "run", quietLog())
 	rec := q.Recorder("laptop")
 	ctx := context.Background()
-	if _, err := rec.RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("server", "b.md")}); err == nil {
-		t.Error("RecordSources took a source of another host")
+	if _, err := rec.StoreSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("server", "b.md")}, fakeContents); err == nil {
+		t.Error("StoreSources took a source of another host")
+	}
+	// Invariant: no source recorded without its bytes, and no bytes
+	// stored that no source of the host names.
+	if _, err := rec.StoreSources(ctx, "run", []claim.Source{src("laptop", "a.md")}, nil); err == nil {
+		t.Error("StoreSources recorded a source sent without its content")
+	}
+	stray := map[string][]byte{strings.Repeat("a", 64): []byte("a"), strings.Repeat("b", 64): []byte("b")}
+	if _, err := rec.StoreSources(ctx, "run", []claim.Source{src("laptop", "a.md")}, stray); err == nil {
+		t.Error("StoreSources stored a content no source names")
 	}
 	if err := rec.MarkArchived(ctx, []claim.Source{src("server", "b.md")}); err == nil {
 		t.Error("MarkArchived took a source of another host")
@@ -153,8 +168,8 @@ func TestHostRecorderOwnHostOnly(t *testing.T) {
 		t.Errorf("the ledger was written: %q", f.applies)
 	}
 	q.Stop()
-	if _, err := rec.RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md")}); !errors.Is(err, errQueueClosed) {
-		t.Errorf("RecordSources after stop: %v, want errQueueClosed", err)
+	if _, err := rec.StoreSources(ctx, "run", []claim.Source{src("laptop", "a.md")}, fakeContents); !errors.Is(err, errQueueClosed) {
+		t.Errorf("StoreSources after stop: %v, want errQueueClosed", err)
 	}
 }
 
@@ -169,7 +184,7 @@ func TestRecordQueueCountsWhatWasCommitted(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		gaveUp := make(chan error, 1)
 		go func() {
-			_, err := q.Recorder("laptop").RecordSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("laptop", "b.md")})
+			_, err := q.Recorder("laptop").StoreSources(ctx, "run", []claim.Source{src("laptop", "a.md"), src("laptop", "b.md")}, fakeContents)
 			gaveUp <- err
 		}()
 		synctest.Wait() // the write is held in the ledger
@@ -182,7 +197,7 @@ func TestRecordQueueCountsWhatWasCommitted(t *testing.T) {
 		if err := q.Recorder("laptop").MarkArchived(bg, []claim.Source{src("laptop", "a.md")}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.Recorder("server").RecordSources(bg, "run", []claim.Source{src("server", "bad.md")}); err == nil {
+		if _, err := q.Recorder("server").StoreSources(bg, "run", []claim.Source{src("server", "bad.md")}, fakeContents); err == nil {
 			t.Fatal("the poisoned write was committed")
 		}
 		q.Stop()

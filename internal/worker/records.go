@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/failpoint"
 )
 
 // A worker records what it stores and archives through the run that
@@ -26,12 +27,13 @@ import (
 const recordsFD = 3
 
 // maxRecordFrame bounds one message either way: a batch is at most 256
-// sources, each well under 8 KiB.
-const maxRecordFrame = 16 << 20
+// sources and 16 MiB of contents (claim's batchBytes, plus a file that
+// took it over), which JSON carries in base64.
+const maxRecordFrame = 48 << 20
 
 // Record calls.
 const (
-	opRecord     = "record"
+	opStore      = "store"
 	opArchived   = "archived"
 	opUnarchived = "unarchived"
 )
@@ -41,6 +43,15 @@ type recordCall struct {
 	Op      string       `json:"op"`
 	Host    []byte       `json:"host,omitempty"`
 	Sources []wireSource `json:"sources,omitempty"`
+	// Contents are the sources' exact bytes (opStore), one per distinct
+	// hash.
+	Contents []wireContent `json:"contents,omitempty"`
+}
+
+// wireContent is one content on the connection.
+type wireContent struct {
+	SHA256 string `json:"s"`
+	Data   []byte `json:"d"`
 }
 
 type recordReply struct {
@@ -163,6 +174,12 @@ func (c *recordClient) read() {
 }
 
 func (c *recordClient) call(ctx context.Context, call recordCall) (recordReply, error) {
+	return c.callThen(ctx, call, nil)
+}
+
+// callThen is call, running sent (when set) once the call is on the
+// connection and before its answer is awaited.
+func (c *recordClient) callThen(ctx context.Context, call recordCall, sent func()) (recordReply, error) {
 	ch := make(chan recordReply, 1)
 	c.mu.Lock()
 	if c.err != nil {
@@ -185,6 +202,9 @@ func (c *recordClient) call(ctx context.Context, call recordCall) (recordReply, 
 		forget()
 		return recordReply{}, fmt.Errorf("records: %w", err)
 	}
+	if sent != nil {
+		sent()
+	}
 	select {
 	case rep, ok := <-ch:
 		if !ok {
@@ -202,9 +222,13 @@ func (c *recordClient) call(ctx context.Context, call recordCall) (recordReply, 
 	}
 }
 
-// RecordSources leaves runID out: the run records under its own.
-func (c *recordClient) RecordSources(ctx context.Context, _ string, srcs []claim.Source) (int, error) {
-	rep, err := c.call(ctx, recordCall{Op: opRecord, Sources: toWire(srcs)})
+// StoreSources leaves runID out: the run records under its own.
+func (c *recordClient) StoreSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (int, error) {
+	wc := make([]wireContent, 0, len(contents))
+	for sha, data := range contents {
+		wc = append(wc, wireContent{SHA256: sha, Data: data})
+	}
+	rep, err := c.callThen(ctx, recordCall{Op: opStore, Sources: toWire(srcs), Contents: wc}, func() { failpoint.Inject("store.sent") })
 	return rep.Added, err
 }
 
@@ -246,8 +270,12 @@ func serveRecords(ctx context.Context, conn net.Conn, rec claim.Recorder) error 
 			rep := recordReply{ID: call.ID}
 			var err error
 			switch call.Op {
-			case opRecord:
-				rep.Added, err = rec.RecordSources(ctx, "", fromWire(call.Sources))
+			case opStore:
+				contents := make(map[string][]byte, len(call.Contents))
+				for _, c := range call.Contents {
+					contents[c.SHA256] = c.Data
+				}
+				rep.Added, err = rec.StoreSources(ctx, "", fromWire(call.Sources), contents)
 			case opArchived:
 				err = rec.MarkArchived(ctx, fromWire(call.Sources))
 			case opUnarchived:

@@ -18,14 +18,21 @@ import (
 type captureRecorder struct {
 	mu         sync.Mutex
 	recorded   []claim.Source
+	contents   map[string][]byte
 	archived   []claim.Source
 	unarchived []claim.Source
 }
 
-func (c *captureRecorder) RecordSources(_ context.Context, _ string, srcs []claim.Source) (int, error) {
+func (c *captureRecorder) StoreSources(_ context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.recorded = append(c.recorded, srcs...)
+	if c.contents == nil {
+		c.contents = map[string][]byte{}
+	}
+	for sha, data := range contents {
+		c.contents[sha] = data
+	}
 	return len(srcs) - 1, nil
 }
 
@@ -59,9 +66,10 @@ func recordsPairT(t *testing.T) (runEnd, workerEnd net.Conn) {
 	return runEnd, workerEnd
 }
 
-// Invariant: a source is recorded as the host named it. Names, inboxes
-// and archive names cross a worker's records connection byte for byte,
-// invalid UTF-8 included, many calls at once, each answered as its own.
+// Invariant: a source is recorded as the host named it, with the bytes
+// it held. Names, inboxes, archive names and contents cross a worker's
+// records connection byte for byte, invalid UTF-8 and NUL included, many
+// calls at once, each answered as its own.
 func TestRecordsConnectionExact(t *testing.T) {
 	ctx := context.Background()
 	runEnd, workerEnd := recordsPairT(t)
@@ -70,13 +78,14 @@ func TestRecordsConnectionExact(t *testing.T) {
 	go func() { served <- serveRecords(ctx, runEnd, cap) }()
 	c := newRecordClient(workerEnd)
 
+	oddData := []byte("\x00caf\xe9 \xff\xfe\r\n# not UTF-8\x00")
 	odd := claim.Source{Host: "h", Inbox: "/home/\xc3\x28repo/.claude/memory-handoffs", Name: "caf\xe9.md", SHA256: strings.Repeat("f", 64), Size: 3, ArchivedAs: "processed/caf\xe9.ffffffffffff.md", Parses: true}
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			n, err := c.RecordSources(ctx, "run", []claim.Source{odd, odd})
+			n, err := c.StoreSources(ctx, "run", []claim.Source{odd, odd}, map[string][]byte{odd.SHA256: oddData})
 			if n != 1 || err != nil {
-				t.Errorf("RecordSources: %d, %v; want the recorder's 1", n, err)
+				t.Errorf("StoreSources: %d, %v; want the recorder's 1", n, err)
 			}
 		})
 	}
@@ -96,6 +105,9 @@ func TestRecordsConnectionExact(t *testing.T) {
 			t.Fatalf("recorded %#v, sent %#v", s, odd)
 		}
 	}
+	if got := cap.contents[odd.SHA256]; string(got) != string(oddData) || len(cap.contents) != 1 {
+		t.Errorf("contents stored %q (%d in all), sent %q", got, len(cap.contents), oddData)
+	}
 	workerEnd.Close()
 	if err := <-served; err != nil {
 		t.Errorf("serveRecords after the worker closed its end: %v", err)
@@ -112,7 +124,7 @@ func TestRecordsConnectionRunGone(t *testing.T) {
 	c := newRecordClient(workerEnd)
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.RecordSources(ctx, "run", []claim.Source{{Host: "h", Name: "a.md"}})
+		_, err := c.StoreSources(ctx, "run", []claim.Source{{Host: "h", Name: "a.md"}}, map[string][]byte{"": nil})
 		done <- err
 	}()
 	// The run reads the call and dies without answering.
@@ -125,7 +137,7 @@ func TestRecordsConnectionRunGone(t *testing.T) {
 	}
 	runEnd.Close()
 	if err := <-done; err == nil {
-		t.Fatal("RecordSources succeeded though the run never answered")
+		t.Fatal("StoreSources succeeded though the run never answered")
 	}
 	if err := c.MarkArchived(ctx, []claim.Source{{Host: "h", Name: "a.md"}}); err == nil {
 		t.Fatal("MarkArchived succeeded after the connection ended")

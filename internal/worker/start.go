@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
-	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
@@ -35,15 +34,14 @@ type Puller struct {
 	// its own process; "" pulls in this process (tests, library use).
 	Binary string
 	Dial   setup.Dialer // in-process pulls only; nil: setup.Dial
-	Spool  spool.Store  // in-process pulls store here
-	// SpoolDir is the spool a worker opens; BaseSpool, in a dry run, the
-	// real one below it, read-only (spool.OpenLayered).
-	SpoolDir, BaseSpool string
-	WalksDir            string // the hosts' walk hints (claim.WalkHint)
-	Records             *RecordQueue
-	RunID               string
-	DryRun              bool
-	Now                 func() time.Time // in-process pulls' clock
+	// WalksDir holds the hosts' walk hints (claim.WalkHint).
+	WalksDir string
+	// Records stores and records what the pulls claim: the bytes go with
+	// the records, into the ledger's commit.
+	Records *RecordQueue
+	RunID   string
+	DryRun  bool
+	Now     func() time.Time // in-process pulls' clock
 	// Progress, when set, is given a worker's progress (inboxes scanned
 	// and handoffs stored so far) as it comes.
 	Progress func(host string, inboxes, pulled int)
@@ -65,7 +63,7 @@ func (p *Puller) Pull(ctx context.Context, h manifest.HostConfig) (claim.HostRep
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}, nil
 	}
 	hint := claim.LoadWalkHint(claim.WalkHintPath(p.WalksDir, h.Name), !p.DryRun, p.Log)
-	rep := pull(pullCtx, fsys, h, p.Spool, p.Records.Recorder(h.Name), p.RunID, p.DryRun, p.Now, hint, p.Log)
+	rep := pull(pullCtx, fsys, h, p.Records.Recorder(h.Name), p.RunID, p.DryRun, p.Now, hint, p.Log)
 	if h.Mirror == nil || rep.Outcome == claim.OutcomeError {
 		fsys.Close()
 		return rep, nil
@@ -101,7 +99,7 @@ func (p *Puller) inWorker(ctx context.Context, h manifest.HostConfig) (claim.Hos
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	wantMirror := h.Mirror != nil
-	job, err := json.Marshal(Job{Host: h, Spool: p.SpoolDir, BaseSpool: p.BaseSpool, RunID: p.RunID, DryRun: p.DryRun, Mirror: wantMirror, WalkHint: claim.WalkHintPath(p.WalksDir, h.Name)})
+	job, err := json.Marshal(Job{Host: h, RunID: p.RunID, DryRun: p.DryRun, Mirror: wantMirror, WalkHint: claim.WalkHintPath(p.WalksDir, h.Name)})
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}

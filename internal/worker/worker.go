@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
-	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -24,10 +23,8 @@ const Command = "__pull"
 
 // Job is what the parent sends a worker on stdin.
 type Job struct {
-	Host      manifest.HostConfig `json:"host"`
-	Spool     string              `json:"spool"`
-	BaseSpool string              `json:"base_spool,omitempty"`
-	RunID     string              `json:"run_id"`
+	Host  manifest.HostConfig `json:"host"`
+	RunID string              `json:"run_id"`
 	// WalkHint is the host's walk hint file (claim.WalkHint); "" for none.
 	WalkHint string `json:"walk_hint,omitempty"`
 	DryRun   bool   `json:"dry_run"`
@@ -91,22 +88,9 @@ func pullJob(ctx context.Context, job Job, rec claim.Recorder, log *slog.Logger)
 	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
 	// Connecting is mostly waiting on the network (about eight round
-	// trips): dial first and open the spool and the walk hint meanwhile.
+	// trips): dial first and read the walk hint meanwhile.
 	dialed := make(chan dialResult, 1)
 	go func() { dialed <- dial(pullCtx, h, log) }()
-	// closeDialed waits for a dial whose connection will not be used.
-	closeDialed := func() {
-		cancel()
-		if d := <-dialed; d.fsys != nil {
-			d.fsys.Close()
-		}
-	}
-	sp, closeSpool, err := spool.OpenLayered(job.Spool, job.BaseSpool)
-	if err != nil {
-		closeDialed()
-		return fail(err), nil
-	}
-	defer closeSpool()
 	hint := claim.LoadWalkHint(job.WalkHint, !job.DryRun, log)
 	d := <-dialed
 	if d.err != nil {
@@ -114,7 +98,7 @@ func pullJob(ctx context.Context, job Job, rec claim.Recorder, log *slog.Logger)
 	}
 	fsys = d.fsys
 	log.Debug("connected", "host", h.Name, "took", d.took)
-	return pull(pullCtx, fsys, h, sp, rec, job.RunID, job.DryRun, time.Now, hint, log), fsys
+	return pull(pullCtx, fsys, h, rec, job.RunID, job.DryRun, time.Now, hint, log), fsys
 }
 
 // dialResult is a connection setup.Dial made, or why it could not.
@@ -140,7 +124,7 @@ func dial(ctx context.Context, h manifest.HostConfig, log *slog.Logger) (d dialR
 
 // pull runs claim.Pull with a host's settings and turns a blown
 // deadline into a host error.
-func pull(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spool.Store, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, hint *claim.WalkHint, log *slog.Logger) claim.HostReport {
+func pull(ctx context.Context, fsys transport.FS, h manifest.HostConfig, rec claim.Recorder, runID string, dryRun bool, now func() time.Time, hint *claim.WalkHint, log *slog.Logger) claim.HostReport {
 	cfg := setup.ClaimConfig(h, log)
 	cfg.DryRun, cfg.Now = dryRun, now
 	cfg.Unfilled = ingest.Unfilled
@@ -152,7 +136,7 @@ func pull(ctx context.Context, fsys transport.FS, h manifest.HostConfig, sp spoo
 	cfg.Progress = func(inboxes, pulled int) {
 		log.Debug(progressMsg, "host", h.Name, "inboxes", inboxes, "pulled", pulled)
 	}
-	rep := claim.Pull(ctx, fsys, cfg, sp, rec, runID, ingest.Parses)
+	rep := claim.Pull(ctx, fsys, cfg, rec, runID, ingest.Parses)
 	if walked != nil {
 		hint.Save(*walked, log)
 	}

@@ -68,8 +68,8 @@ func TestWireNames(t *testing.T) {
 		v    any
 		want []string
 	}{
-		{Job{Spool: "s", BaseSpool: "b", RunID: "r", WalkHint: "w", DryRun: true, Mirror: true},
-			[]string{"base_spool", "dry_run", "host", "mirror", "run_id", "spool", "walk_hint"}},
+		{Job{RunID: "r", WalkHint: "w", DryRun: true, Mirror: true},
+			[]string{"dry_run", "host", "mirror", "run_id", "walk_hint"}},
 		{mirror.Job{Skip: true, Workspace: "ws", StateFile: "st", Canonical: "c", RunID: "r", Now: time.Unix(0, 0), DryRun: true, WorkspaceID: "id", Adopt: true},
 			[]string{"adopt", "canonical", "dry_run", "now", "run_id", "skip", "state_file", "workspace", "workspace_id"}},
 	} {
