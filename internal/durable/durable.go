@@ -105,7 +105,7 @@ func OpenTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (_ *Tem
 	if err != nil {
 		return nil, err
 	}
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noPoll, perm)
 	if err != nil {
 		return nil, fmt.Errorf("durable: create temp for %s: %w", name, err)
 	}
@@ -173,10 +173,22 @@ func (t *Temp) Remove() error {
 	return nil
 }
 
+// noPoll opens a regular file or a directory without os putting it into
+// non-blocking mode for the runtime's poller, which refuses such files
+// anyway: four fcntl calls fewer per open. Their reads, writes and fsyncs
+// ignore the flag.
+const noPoll = unix.O_NONBLOCK
+
+// openDir opens a directory (relative to root) to fsync it or to name
+// entries in it.
+func openDir(root *os.Root, dir string) (*os.File, error) {
+	return root.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|noPoll, 0)
+}
+
 // SyncDir fsyncs a directory (relative to root) so that entries created or
 // renamed in it survive power loss.
 func SyncDir(root *os.Root, dir string) error {
-	d, err := root.Open(dir)
+	d, err := openDir(root, dir)
 	if err != nil {
 		return fmt.Errorf("durable: open dir %s: %w", dir, err)
 	}
@@ -191,7 +203,7 @@ func SyncDir(root *os.Root, dir string) error {
 // RemoveTemps deletes temporary files a crashed writer left in dir (relative
 // to root). A missing directory is not an error.
 func RemoveTemps(root *os.Root, dir string) (int, error) {
-	d, err := root.Open(dir)
+	d, err := openDir(root, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -359,7 +371,7 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 			root.Remove(tmp)
 		}
 	}()
-	d, err := root.Open(dir)
+	d, err := openDir(root, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("durable: open dir %s: %w", dir, err)
 	}
@@ -367,7 +379,10 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 	dfd := int(d.Fd())
 	tbase := path.Base(tmp)
 
-	if _, lerr := root.Lstat(name); errors.Is(lerr, fs.ErrNotExist) {
+	// The name is looked up in the directory just opened, as the renames
+	// below name it, not resolved from root again.
+	var st unix.Stat_t
+	if lerr := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(lerr, unix.ENOENT) {
 		if !ok(nil, false) {
 			return nil, nil, ErrConflict
 		}
