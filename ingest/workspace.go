@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/layout"
 )
@@ -26,10 +28,15 @@ func (e *errUnsafe) Error() string { return e.Msg }
 // workspace confines every read and write to one directory tree. Each
 // operation first checks, component by component, that no part of the path
 // is a symlink; the os.Root underneath guarantees that even a symlink swapped
-// in after the check cannot lead outside the tree.
+// in after the check cannot lead outside the tree. The check walks from
+// top, the tree's own directory, opening one component at a time with
+// O_NOFOLLOW, so that a symlink is refused by the open itself (os.Root
+// would follow one that stays inside), and reads a target through the
+// directory that walk opened.
 type workspace struct {
 	dir     string
 	root    *os.Root
+	top     *os.File // root's directory, where check's walks start
 	dryRun  bool
 	cleanup func()
 }
@@ -58,6 +65,10 @@ func openWorkspace(dir string, dryRun bool) (*workspace, error) {
 		return nil, err
 	}
 	w.root = root
+	if w.top, err = root.OpenFile(".", os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0); err != nil {
+		w.Close()
+		return nil, err
+	}
 	if !dryRun {
 		if err := w.narrow(); err != nil {
 			w.Close()
@@ -96,6 +107,9 @@ func (w *workspace) narrow() error {
 }
 
 func (w *workspace) Close() error {
+	if w.top != nil {
+		w.top.Close()
+	}
 	err := w.root.Close()
 	if w.cleanup != nil {
 		w.cleanup()
@@ -124,13 +138,19 @@ func (w *workspace) read(target string) (data []byte, exists bool, err error) {
 // handle is a regular file. It returns nil and no error when target does
 // not exist.
 func (w *workspace) open(target string, flag int) (*os.File, error) {
-	if exists, err := w.check(target); err != nil || !exists {
+	dir, base, exists, err := w.walk(target)
+	if err != nil || !exists {
 		return nil, err
 	}
-	f, err := w.root.OpenFile(target, flag|nofollowNonblock, 0)
-	if err != nil {
-		return nil, err
+	defer dir.close()
+	fd, err := unix.Openat(dir.fd, base, flag|nofollowNonblock|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return nil, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", target)}
+	case err != nil:
+		return nil, &fs.PathError{Op: "open", Path: target, Err: err}
 	}
+	f := os.NewFile(uintptr(fd), path.Join(w.dir, target))
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		return nil, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
@@ -142,40 +162,74 @@ func (w *workspace) open(target string, flag int) (*os.File, error) {
 // component is a symlink or not a directory, or the target is not a
 // regular file.
 func (w *workspace) check(target string) (exists bool, err error) {
+	dir, _, exists, err := w.walk(target)
+	if err == nil && exists {
+		dir.close()
+	}
+	return exists, err
+}
+
+// walkDir is a directory a walk opened: top, or one it closes.
+type walkDir struct {
+	fd  int
+	own bool
+}
+
+func (d walkDir) close() {
+	if d.own {
+		unix.Close(d.fd)
+	}
+}
+
+// walk opens the directories of target one component at a time from top
+// (O_PATH, O_NOFOLLOW: a symlink is not opened), and looks target up in
+// the last one: exists is false when a component or target is missing.
+// It fails with *errUnsafe when a component is a symlink or not a
+// directory, or target is not a regular file. With exists, the caller
+// closes dir, in which base names target.
+func (w *workspace) walk(target string) (dir walkDir, base string, exists bool, err error) {
 	if err := checkRel(target); err != nil {
-		return false, err
+		return walkDir{}, "", false, err
 	}
 	parts := strings.Split(target, "/")
-	for i := 1; i < len(parts); i++ {
-		dir := strings.Join(parts[:i], "/")
-		fi, err := w.root.Lstat(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
+	dir = walkDir{fd: int(w.top.Fd())}
+	fail := func(err error) (walkDir, string, bool, error) {
+		dir.close()
+		return walkDir{}, "", false, err
+	}
+	for i, name := range parts[:len(parts)-1] {
+		fd, err := unix.Openat(dir.fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOTDIR) {
+			// A symlink, or something else that is no directory.
+			var st unix.Stat_t
+			if serr := unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return fail(&errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", strings.Join(parts[:i+1], "/"))})
+			}
+			return fail(&errUnsafe{ReasonUnsafeTarget, fmt.Sprintf("%s is not a directory", strings.Join(parts[:i+1], "/"))})
+		}
+		if errors.Is(err, unix.ENOENT) {
+			return fail(nil)
 		}
 		if err != nil {
-			return false, err
+			return fail(&fs.PathError{Op: "lstat", Path: strings.Join(parts[:i+1], "/"), Err: err})
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			return false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", dir)}
-		}
-		if !fi.IsDir() {
-			return false, &errUnsafe{ReasonUnsafeTarget, fmt.Sprintf("%s is not a directory", dir)}
-		}
+		dir.close()
+		dir = walkDir{fd: fd, own: true}
 	}
-	fi, err := w.root.Lstat(target)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+	base = parts[len(parts)-1]
+	var st unix.Stat_t
+	err = unix.Fstatat(dir.fd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return fail(nil)
+	case err != nil:
+		return fail(&fs.PathError{Op: "lstat", Path: target, Err: err})
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		return fail(&errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", target)})
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fail(&errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)})
 	}
-	if err != nil {
-		return false, err
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		return false, &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is a symlink; handoff never writes through one", target)}
-	}
-	if !fi.Mode().IsRegular() {
-		return false, &errUnsafe{ReasonNotRegular, fmt.Sprintf("%s is not a regular file", target)}
-	}
-	return true, nil
+	return dir, base, true, nil
 }
 
 // write replaces target durably, creating missing parent directories. The
