@@ -3,12 +3,14 @@ package ssh
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kevinburke/ssh_config"
@@ -56,6 +58,9 @@ type Config struct {
 	ServerAliveCountMax int
 
 	SSHConfigPath string // ssh_config to read; "" = ~/.ssh/config
+	// SSHConfigFile, when set, is the ssh_config Resolve and the ProxyJump
+	// hops look hosts up in, read already: SSHConfigPath is not read.
+	SSHConfigFile *ConfigFile
 	AgentSocket   string // ssh-agent socket; "" = $SSH_AUTH_SOCK
 
 	// hop is what Resolve's caller set of the settings that every
@@ -70,8 +75,9 @@ type hopSettings struct {
 	identitiesOnly, identitiesOnlySet bool
 }
 
-// Resolve looks alias up in the ssh_config file (Config.SSHConfigPath of
-// override, else ~/.ssh/config) and returns the settings to dial it with.
+// Resolve looks alias up in the ssh_config file (Config.SSHConfigFile of
+// override, else the file at its SSHConfigPath, else ~/.ssh/config) and
+// returns the settings to dial it with.
 // Non-zero fields of override win over ssh_config; defaults fill the rest.
 // HostName, User, Port, IdentityFile, IdentitiesOnly, UserKnownHostsFile,
 // ProxyJump, ConnectTimeout, ServerAliveInterval and ServerAliveCountMax are
@@ -81,7 +87,7 @@ func Resolve(alias string, override Config) (Config, error) {
 	if alias == "" {
 		return Config{}, errors.New("ssh: resolve: empty host alias")
 	}
-	sc, err := loadSSHConfig(override.SSHConfigPath)
+	sc, err := override.sshConfig()
 	if err != nil {
 		return Config{}, err
 	}
@@ -276,29 +282,84 @@ func (c Config) addr() string {
 	return net.JoinHostPort(c.HostName, strconv.Itoa(c.Port))
 }
 
-// loadSSHConfig parses the ssh_config to use; nil means there is none.
-func loadSSHConfig(path string) (*ssh_config.Config, error) {
+// sshConfig parses the ssh_config c names; nil means there is none.
+func (c Config) sshConfig() (*ssh_config.Config, error) {
+	if c.SSHConfigFile != nil {
+		return c.SSHConfigFile.config()
+	}
+	f, err := ReadConfigFile(c.SSHConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	return f.config()
+}
+
+// ConfigFile is an ssh_config file as ReadConfigFile read it. Given to
+// Resolve as Config.SSHConfigFile, it is what the host and its ProxyJump
+// hops are looked up in, without reading the file again, so that a run
+// resolving many hosts reads its ssh_config once; it is JSON, for a run
+// to hand to its workers. The files it Includes are read when it is first
+// parsed, once per process.
+type ConfigFile struct {
+	Path    string `json:"path"`
+	Data    []byte `json:"data,omitempty"`
+	Missing bool   `json:"missing,omitempty"` // no ~/.ssh/config: no settings
+
+	once   sync.Once
+	parsed *ssh_config.Config
+	err    error
+}
+
+// openConfigFile opens an ssh_config file (a variable for the tests).
+var openConfigFile = func(name string) (io.ReadCloser, error) { return os.Open(name) }
+
+// UserConfigPath is ~/.ssh/config, the ssh_config read when none is named;
+// "" without a home directory.
+func UserConfigPath() string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".ssh", "config")
+}
+
+// ReadConfigFile reads the ssh_config at path, ~/.ssh/config when path is
+// "". A missing ~/.ssh/config (or no home directory) is a ConfigFile with
+// no settings; a missing explicit path is an error.
+func ReadConfigFile(path string) (*ConfigFile, error) {
 	explicit := path != ""
 	if !explicit {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return nil, nil
+		if path = UserConfigPath(); path == "" {
+			return &ConfigFile{Missing: true}, nil
 		}
-		path = filepath.Join(home, ".ssh", "config")
 	}
-	f, err := os.Open(path)
+	f, err := openConfigFile(path)
 	if err != nil {
 		if !explicit && errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+			return &ConfigFile{Path: path, Missing: true}, nil
 		}
 		return nil, fmt.Errorf("ssh: ssh_config: %w", err)
 	}
 	defer f.Close()
-	sc, err := ssh_config.Decode(f)
+	data, err := io.ReadAll(f)
 	if err != nil {
-		return nil, fmt.Errorf("ssh: ssh_config %s: %w", path, err)
+		return nil, fmt.Errorf("ssh: ssh_config: %w", err)
 	}
-	return sc, nil
+	return &ConfigFile{Path: path, Data: data}, nil
+}
+
+// config parses the file, once; nil when it is Missing.
+func (f *ConfigFile) config() (*ssh_config.Config, error) {
+	if f.Missing {
+		return nil, nil
+	}
+	f.once.Do(func() {
+		f.parsed, f.err = ssh_config.DecodeBytes(f.Data)
+		if f.err != nil {
+			f.err = fmt.Errorf("ssh: ssh_config %s: %w", f.Path, f.err)
+		}
+	})
+	return f.parsed, f.err
 }
 
 func currentUser() string {
@@ -444,6 +505,7 @@ func resolveJumps(cfg Config) ([]Config, error) {
 			IdentitiesOnlySet: cfg.hop.identitiesOnlySet,
 			ConnectTimeout:    cfg.ConnectTimeout,
 			SSHConfigPath:     cfg.SSHConfigPath,
+			SSHConfigFile:     cfg.SSHConfigFile,
 			AgentSocket:       cfg.AgentSocket,
 		})
 		if err != nil {

@@ -1,6 +1,7 @@
 package ssh
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -218,5 +219,98 @@ Host jump
 	}
 	if h := hops[0]; !reflect.DeepEqual(h.IdentityFiles, []string{"/m/key"}) || !reflect.DeepEqual(h.KnownHostsFiles, []string{"/m/known_hosts"}) {
 		t.Errorf("hop files %v %v, want the manifest's", h.IdentityFiles, h.KnownHostsFiles)
+	}
+}
+
+// countConfigOpens counts the ssh_config files opened until the test ends.
+func countConfigOpens(t *testing.T) *int {
+	t.Helper()
+	n := new(int)
+	orig := openConfigFile
+	openConfigFile = func(name string) (io.ReadCloser, error) {
+		*n++
+		return orig(name)
+	}
+	t.Cleanup(func() { openConfigFile = orig })
+	return n
+}
+
+// A ConfigFile is read once: resolving hosts through it, their ProxyJump
+// hops and CheckIdentityFiles included, opens no ssh_config, and gives
+// each host exactly the settings that reading the file gives it. Without
+// one, every Resolve reads the file again.
+func TestConfigFileReadOnce(t *testing.T) {
+	conf := writeSSHConfig(t, `Host target
+    HostName 10.0.0.9
+    User alice
+    Port 2222
+    IdentityFile ~/.ssh/target_key
+    ProxyJump jumpuser@jump:2200,second
+Host jump
+    HostName 10.0.0.1
+    UserKnownHostsFile ~/.ssh/jump_known
+Host second
+    HostName 10.0.0.2
+Host *
+    ServerAliveInterval 7
+`)
+	opens := countConfigOpens(t)
+	f, err := ReadConfigFile(conf)
+	if err != nil || *opens != 1 {
+		t.Fatalf("ReadConfigFile: %v, %d opens", err, *opens)
+	}
+	for _, alias := range []string{"target", "jump", "second", "other"} {
+		*opens = 0
+		want, err := Resolve(alias, Config{SSHConfigPath: conf})
+		if err != nil || *opens != 1 {
+			t.Fatalf("Resolve %s by path: %v, %d opens, want 1", alias, err, *opens)
+		}
+		wantHops, err := resolveJumps(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*opens = 0
+		got, err := Resolve(alias, Config{SSHConfigFile: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hops, err := resolveJumps(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckIdentityFiles(got); err != nil {
+			t.Fatal(err)
+		}
+		if *opens != 0 {
+			t.Errorf("%s through a ConfigFile: %d ssh_config opens, want 0", alias, *opens)
+		}
+		got.SSHConfigFile, want.SSHConfigPath = nil, ""
+		for i := range hops {
+			hops[i].SSHConfigFile, wantHops[i].SSHConfigPath = nil, ""
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(hops, wantHops) {
+			t.Errorf("%s through a ConfigFile:\n got %+v %+v\nwant %+v %+v", alias, got, hops, want, wantHops)
+		}
+	}
+	target, err := Resolve("target", Config{SSHConfigFile: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hops, err := resolveJumps(target); err != nil || len(hops) != 2 || hops[0].HostName != "10.0.0.1" || hops[1].HostName != "10.0.0.2" {
+		t.Errorf("target's hops through the ConfigFile: %+v, %v", hops, err)
+	}
+
+	// ~/.ssh/config missing: a ConfigFile with no settings; an explicit
+	// missing file: an error, as Resolve says.
+	t.Setenv("HOME", t.TempDir())
+	f, err = ReadConfigFile("")
+	if err != nil || !f.Missing {
+		t.Fatalf("ReadConfigFile without ~/.ssh/config: %+v, %v", f, err)
+	}
+	if cfg, err := Resolve("plain", Config{SSHConfigFile: f}); err != nil || cfg.HostName != "plain" || cfg.Port != DefaultPort {
+		t.Fatalf("Resolve through a missing ~/.ssh/config: %+v, %v", cfg, err)
+	}
+	if _, err := ReadConfigFile(filepath.Join(t.TempDir(), "absent")); err == nil {
+		t.Fatal("ReadConfigFile of a missing explicit file succeeded")
 	}
 }
