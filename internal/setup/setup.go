@@ -152,7 +152,8 @@ func CheckKeys(hosts []manifest.HostConfig) error {
 }
 
 // SSHConfig resolves a manifest host's SSH settings: ~/.ssh/config for the
-// alias in ssh.host, overridden by whatever the manifest sets.
+// alias in ssh.host, overridden by whatever the manifest sets. The file is
+// read once per process (see sshConfigs).
 func SSHConfig(h manifest.HostConfig) (sshfs.Config, error) {
 	if h.SSH == nil {
 		return sshfs.Config{}, fmt.Errorf("host %s: no ssh settings", h.Name)
@@ -174,6 +175,7 @@ func SSHConfig(h manifest.HostConfig) (sshfs.Config, error) {
 	if s.ServerAliveInterval != nil {
 		o.ServerAliveInterval = s.ServerAliveInterval.Duration
 	}
+	o.SSHConfigFile = userSSHConfig()
 	cfg, err := sshfs.Resolve(s.Host, o)
 	if err != nil {
 		return sshfs.Config{}, fmt.Errorf("host %s: %w", h.Name, err)

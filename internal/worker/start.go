@@ -99,7 +99,8 @@ func (p *Puller) inWorker(ctx context.Context, h manifest.HostConfig) (claim.Hos
 		return claim.HostReport{Name: h.Name, Transport: h.Transport, Outcome: claim.OutcomeError, Error: err.Error()}
 	}
 	wantMirror := h.Mirror != nil
-	job, err := json.Marshal(Job{Host: h, RunID: p.RunID, DryRun: p.DryRun, Mirror: wantMirror, WalkHint: claim.WalkHintPath(p.WalksDir, h.Name)})
+	job, err := json.Marshal(Job{Host: h, RunID: p.RunID, DryRun: p.DryRun, Mirror: wantMirror, WalkHint: claim.WalkHintPath(p.WalksDir, h.Name),
+		SSHConfig: setup.HandedSSHConfig(h)})
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/transport"
+	sshfs "github.com/handoff-sync/handoff/transport/ssh"
 )
 
 // Command is the hidden subcommand a worker process runs.
@@ -31,7 +32,15 @@ type Job struct {
 	// Mirror: after the report, wait for a mirror.Job on stdin and
 	// publish the host's mirror over the same connection.
 	Mirror bool `json:"mirror,omitempty"`
+	// SSHConfig is ~/.ssh/config as the run read it (setup.HandedSSHConfig),
+	// which the worker resolves the host with instead of reading the
+	// file again; nil: the worker reads it.
+	SSHConfig *sshfs.ConfigFile `json:"ssh_config,omitempty"`
 }
+
+// maxJobBytes bounds what a worker reads on stdin: the pull's Job, with
+// the ssh_config it carries, and the mirror.Job.
+const maxJobBytes = mirror.MaxJobBytes + 2*setup.MaxHandedSSHConfig
 
 // Serve runs one host's pull as a worker: it reads a Job from r, opens
 // the spool, dials the host, pulls, recording what it stores and
@@ -42,7 +51,7 @@ type Job struct {
 func Serve(ctx context.Context, r io.Reader, w io.Writer, records net.Conn, log *slog.Logger) error {
 	defer records.Close()
 	var job Job
-	dec := json.NewDecoder(io.LimitReader(r, mirror.MaxJobBytes))
+	dec := json.NewDecoder(io.LimitReader(r, maxJobBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("worker: read job: %w", err)
@@ -87,6 +96,7 @@ func pullJob(ctx context.Context, job Job, rec claim.Recorder, log *slog.Logger)
 	}()
 	pullCtx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
+	setup.UseSSHConfig(job.SSHConfig)
 	// Connecting is mostly waiting on the network (about eight round
 	// trips): dial first and read the walk hint meanwhile.
 	dialed := make(chan dialResult, 1)

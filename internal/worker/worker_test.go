@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/mirror"
+	sshfs "github.com/handoff-sync/handoff/transport/ssh"
 )
 
 // TestRelayLogProgress: a worker's progress lines become progress
@@ -68,8 +69,8 @@ func TestWireNames(t *testing.T) {
 		v    any
 		want []string
 	}{
-		{Job{RunID: "r", WalkHint: "w", DryRun: true, Mirror: true},
-			[]string{"dry_run", "host", "mirror", "run_id", "walk_hint"}},
+		{Job{RunID: "r", WalkHint: "w", DryRun: true, Mirror: true, SSHConfig: &sshfs.ConfigFile{}},
+			[]string{"dry_run", "host", "mirror", "run_id", "ssh_config", "walk_hint"}},
 		{mirror.Job{Skip: true, Workspace: "ws", StateFile: "st", Canonical: "c", RunID: "r", Now: time.Unix(0, 0), DryRun: true, WorkspaceID: "id", Adopt: true},
 			[]string{"adopt", "canonical", "dry_run", "now", "run_id", "skip", "state_file", "workspace", "workspace_id"}},
 	} {
