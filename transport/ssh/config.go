@@ -105,7 +105,9 @@ func Resolve(alias string, override Config) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("ssh: resolve %q: %w", alias, err)
 	}
-	localUser := currentUser()
+	// Looked up only if a setting needs it: with cgo, a lookup reads
+	// nsswitch.conf and /etc/passwd and tries nscd.
+	localUser := sync.OnceValue(lookupUser)
 
 	cfg := override
 	cfg.Alias = alias
@@ -133,7 +135,7 @@ func Resolve(alias string, override Config) (Config, error) {
 		}
 		cfg.User = v
 		if cfg.User == "" {
-			cfg.User = localUser
+			cfg.User = localUser()
 		}
 	}
 	if cfg.Port == 0 {
@@ -250,7 +252,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("ssh: %s: port %d out of range", c.Alias, c.Port)
 	}
 	if c.User == "" {
-		c.User = currentUser()
+		c.User = lookupUser()
 	}
 	if len(c.KnownHostsFiles) == 0 {
 		home, err := os.UserHomeDir()
@@ -362,6 +364,9 @@ func (f *ConfigFile) config() (*ssh_config.Config, error) {
 	return f.parsed, f.err
 }
 
+// lookupUser is currentUser, a variable for the tests.
+var lookupUser = currentUser
+
 func currentUser() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
@@ -371,7 +376,8 @@ func currentUser() string {
 
 // tokens are the values ssh_config's percent tokens stand for.
 type tokens struct {
-	alias, host, remoteUser, localUser, home string
+	alias, host, remoteUser, home string
+	localUser                     func() string
 }
 
 // expandTokens replaces %d (local home), %h (remote host name), %n (the
@@ -400,7 +406,7 @@ func expandTokens(s string, t tokens) string {
 		case 'r':
 			b.WriteString(t.remoteUser)
 		case 'u':
-			b.WriteString(t.localUser)
+			b.WriteString(t.localUser())
 		default:
 			b.WriteByte('%')
 			b.WriteByte(s[i])

@@ -314,3 +314,50 @@ Host *
 		t.Fatal("ReadConfigFile of a missing explicit file succeeded")
 	}
 }
+
+// The local user is looked up only when a setting needs it: the default
+// login, or a %u token; a host whose user is set and whose settings name
+// no %u resolves without a lookup (with cgo, one reads nsswitch.conf and
+// /etc/passwd and tries nscd).
+func TestResolveLooksUpUserOnlyWhenNeeded(t *testing.T) {
+	conf := writeSSHConfig(t, `Host named
+    User alice
+    IdentityFile ~/.ssh/id_%r
+Host tokened
+    User alice
+    IdentityFile ~/.ssh/id_%u
+`)
+	lookups := 0
+	orig := lookupUser
+	lookupUser = func() string { lookups++; return "localme" }
+	t.Cleanup(func() { lookupUser = orig })
+	home, _ := os.UserHomeDir()
+	for _, tc := range []struct {
+		alias, user string
+		lookups     int
+		wantUser    string
+		wantID      string
+	}{
+		{"named", "", 0, "alice", filepath.Join(home, ".ssh/id_alice")},
+		{"other", "bob", 0, "bob", ""},
+		{"tokened", "", 1, "alice", filepath.Join(home, ".ssh/id_localme")},
+		{"other", "", 1, "localme", ""},
+	} {
+		lookups = 0
+		cfg, err := Resolve(tc.alias, Config{SSHConfigPath: conf, User: tc.user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cfg.withDefaults(); err != nil {
+			t.Fatal(err)
+		}
+		id := ""
+		if len(cfg.IdentityFiles) > 0 {
+			id = cfg.IdentityFiles[0]
+		}
+		if lookups != tc.lookups || cfg.User != tc.wantUser || id != tc.wantID {
+			t.Errorf("%s (user %q): %d lookups, user %q, identity %q; want %d, %q, %q",
+				tc.alias, tc.user, lookups, cfg.User, id, tc.lookups, tc.wantUser, tc.wantID)
+		}
+	}
+}
