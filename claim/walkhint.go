@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/handoff-sync/handoff/internal/durable"
 )
@@ -41,7 +42,8 @@ func LoadWalkHint(file string, save bool, log *slog.Logger) *WalkHint {
 	if file == "" {
 		return h
 	}
-	f, err := os.Open(file)
+	// O_NONBLOCK: a FIFO in its place must not hold the pull up.
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			log.Warn("cannot read the last walk; walking level by level", "file", file, "err", err)
@@ -49,10 +51,7 @@ func LoadWalkHint(file string, save bool, log *slog.Logger) *WalkHint {
 		return h
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxHintBytes+1))
-	if err == nil && len(data) > MaxHintBytes {
-		err = errors.New("larger than the limit")
-	}
+	data, err := readHintFile(f)
 	if err == nil {
 		h.Hint, err = ParseHint(data)
 	}
@@ -62,6 +61,30 @@ func LoadWalkHint(file string, save bool, log *slog.Logger) *WalkHint {
 	}
 	h.data = data
 	return h
+}
+
+// readHintFile reads a hint file in one go, sized by its length (a hint
+// is up to MaxHintBytes: io.ReadAll would read it in a dozen and more
+// growing pieces).
+func readHintFile(f *os.File) ([]byte, error) {
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, errors.New("not a regular file")
+	case st.Size() > MaxHintBytes:
+		return nil, errors.New("larger than the limit")
+	}
+	var b bytes.Buffer
+	b.Grow(int(st.Size()) + bytes.MinRead)
+	if _, err := b.ReadFrom(io.LimitReader(f, MaxHintBytes+1)); err != nil {
+		return nil, err
+	}
+	if b.Len() > MaxHintBytes {
+		return nil, errors.New("larger than the limit")
+	}
+	return b.Bytes(), nil
 }
 
 // Save keeps walked for the next run, if it differs from what was

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/handoff-sync/handoff/claim"
 )
@@ -69,6 +71,24 @@ func TestWalkHintFile(t *testing.T) {
 		if got := claim.LoadWalkHint(file, true, log); !slices.Equal(got.Hint.Calls, walked.Calls) {
 			t.Errorf("%s hint not rewritten: %+v", name, got.Hint.Calls)
 		}
+	}
+
+	// A FIFO in the hint's place is no hint, at once: the pull does not
+	// wait for a writer that never comes.
+	os.Remove(file)
+	if err := syscall.Mkfifo(file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logged.Reset()
+	loaded := make(chan *claim.WalkHint, 1)
+	go func() { loaded <- claim.LoadWalkHint(file, true, log) }()
+	select {
+	case h := <-loaded:
+		if len(h.Hint.Calls) != 0 || !strings.Contains(logged.String(), "damaged") {
+			t.Errorf("FIFO hint: %d calls, log %q; want none, and a warning", len(h.Hint.Calls), logged.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("LoadWalkHint of a FIFO did not return")
 	}
 }
 
