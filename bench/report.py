@@ -13,6 +13,9 @@ Ratios are of medians: handoff's median over pruned rsync's median, etc.
 Only verified runs count; a tool with an unverified run is flagged.
 Variants of handoff run side by side (tools named handoff-X, see run.sh)
 get a column "ratio vs handoff" and their own round-trip line.
+
+"peak RSS" is the largest of the runs' rss_mib (GNU time's %M: the
+largest single process of a run, the sync or a worker).
 """
 import argparse
 import csv
@@ -37,11 +40,14 @@ def cell_table(rows):
     rts = defaultdict(list)
     rtmax = defaultdict(list)
     cpu = defaultdict(list)
+    rss = defaultdict(list)
     for r in rows:
         if r["verified"] == "ok":
             by[r["tool"]].append(float(r["seconds"]))
             if r.get("cpu_s"):
                 cpu[r["tool"]].append(float(r["cpu_s"]))
+            if r.get("rss_mib"):
+                rss[r["tool"]].append(float(r["rss_mib"]))
         else:
             bad[r["tool"]] += 1
         if r.get("rt_per_host_median"):
@@ -49,7 +55,8 @@ def cell_table(rows):
             rtmax[r["tool"]].append(int(r["rt_per_host_max"]))
     med = {t: statistics.median(v) for t, v in by.items() if v}
     cpu_med = {t: statistics.median(v) for t, v in cpu.items() if v}
-    return by, bad, med, rts, rtmax, cpu_med
+    rss_max = {t: max(v) for t, v in rss.items() if v}
+    return by, bad, med, rts, rtmax, cpu_med, rss_max
 
 
 def ratio(a, b):
@@ -72,10 +79,10 @@ def main():
         for r in rows:
             cells[(int(r["k"]), int(r["r"]), int(r["f"]), int(r["rtt_ms"]))].append(r)
         meds = {key: cell_table(rs)[2] for key, rs in cells.items()}
-        print("| K | R | F | RTT ms | runs handoff / plain / pruned / fsync / rclone | handoff s | rsync plain s | rsync pruned s | rsync --fsync s | rclone s | handoff / pruned rsync | handoff / fsync rsync | handoff / rclone | handoff cpu s | pruned rsync cpu s | handoff round trips (wall) | floor | proxy-counted |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| K | R | F | RTT ms | runs handoff / plain / pruned / fsync / rclone | handoff s | rsync plain s | rsync pruned s | rsync --fsync s | rclone s | handoff / pruned rsync | handoff / fsync rsync | handoff / rclone | handoff cpu s | pruned rsync cpu s | handoff peak RSS MiB | handoff round trips (wall) | floor | proxy-counted |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for key in sorted(cells):
-            by, bad, med, rts, _, cpu = cell_table(cells[key])
+            by, bad, med, rts, _, cpu, rss = cell_table(cells[key])
             runs = " / ".join(str(len(by.get(t, []))) for t in ORDER)
             f = lambda t: (f"{med[t]:.2f}" + (f" ({bad[t]} bad)" if bad[t] else "")) if t in med else ("–" if not bad[t] else f"{bad[t]} bad")
             rt = str(int(statistics.median(rts["handoff"]))) if rts["handoff"] else "–"
@@ -91,19 +98,20 @@ def main():
             floors = [int(r["floor_rt"]) for r in cells[key] if r.get("floor_rt")]
             floor = str(floors[0]) if floors else "–"
             c = lambda t: f"{cpu[t]:.2f}" if t in cpu else "–"
+            mem = f"{rss['handoff']:.0f}" if "handoff" in rss else "–"
             print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rsync-fsync')} | {f('rclone')} | "
                   f"{ratio(med.get('handoff'), med.get('rsync-pruned'))} | {ratio(med.get('handoff'), med.get('rsync-fsync'))} | {ratio(med.get('handoff'), med.get('rclone'))} | "
-                  f"{c('handoff')} | {c('rsync-pruned')} | {wall_rt} | {floor} | {rt} |")
+                  f"{c('handoff')} | {c('rsync-pruned')} | {mem} | {wall_rt} | {floor} | {rt} |")
         return
-    by, bad, med, rts, rtmax, cpu = cell_table(rows)
+    by, bad, med, rts, rtmax, cpu, rss = cell_table(rows)
     cell = rows[0]["cell"] if rows else "?"
     print(f"### {cell}\n")
     if a.rtt_check:
         print(f"{a.rtt_check}\n")
     variants = any(t.startswith("handoff-") for t in set(by) | set(bad))
     vs = " ratio vs handoff |" if variants else ""
-    print("| tool | runs ok | median s | min s | max s | median cpu s | ratio vs pruned rsync | ratio vs rclone |" + vs)
-    print("|---|---|---|---|---|---|---|---|" + ("---|" if variants else ""))
+    print("| tool | runs ok | median s | min s | max s | median cpu s | peak RSS MiB | ratio vs pruned rsync | ratio vs rclone |" + vs)
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if variants else ""))
     for t in ORDER + sorted(set(by) - set(ORDER)):
         if t not in by and not bad[t]:
             continue
@@ -112,8 +120,9 @@ def main():
         flag = f" ({bad[t]} failed verification)" if bad[t] else ""
         vcol = f" {ratio(m, med.get('handoff'))} |" if variants else ""
         cs = f"{cpu[t]:.2f}" if t in cpu else "–"
-        print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {cs} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |{vcol}"
-              if v else f"| {t} | 0{flag} | – | – | – | – | – | – |" + (" – |" if variants else ""))
+        ms = f"{rss[t]:.0f}" if t in rss else "–"
+        print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {cs} | {ms} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |{vcol}"
+              if v else f"| {t} | 0{flag} | – | – | – | – | – | – | – |" + (" – |" if variants else ""))
     if variants:
         print("\nruns (s, in the order run): " + "; ".join(
             f"{t}: " + " ".join(r["seconds"] + ("" if r["verified"] == "ok" else "(bad)") for r in rows if r["tool"] == t)

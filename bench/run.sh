@@ -43,6 +43,12 @@
 # -c, into strace-N.txt; STRACE_FULL=1 keeps every file call instead); the
 # run is slower under it, so take only counts from it.
 #
+# Each handoff run's peak RSS is measured with GNU time (%M, in
+# rss-N.txt and the rss_mib column): the largest resident set of any
+# single process of the run, the sync or one of its workers (wait4
+# reports a process's own and its reaped children's maximum, not their
+# sum).
+#
 # PROFILE=1 also keeps handoff's --verbose JSON log of each run, a CPU
 # profile of the run and of each worker (cpu-N/sync-<pid>.cpu, worker-<pid>.cpu), and writes its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
 # per host, ingest) to phases-N.md.
@@ -205,7 +211,7 @@ run_tool() { # tool rep -> prints seconds
           perf=(strace -f -tt -e trace=%file,%desc,fsync -o "$OUT/strace-$tag.txt" --)
         fi
       fi
-      env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" "$hbin" "${extra[@]}" sync --manifest "$W/writers.yaml" \
+      env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" /usr/bin/time -f %M -o "$OUT/rss-$tag.txt" "$hbin" "${extra[@]}" sync --manifest "$W/writers.yaml" \
         --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$tag.json" 2>"$OUT/$tool-$rep.log" || {
         echo "$tool sync exited $? (see $OUT/$tool-$rep.log)" >&2; return 1; }
       ;;
@@ -334,7 +340,7 @@ for tool in $TOOLS; do
 done
 
 CSV=$OUT/runs.csv
-echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s" >"$CSV"
+echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s,rss_mib" >"$CSV"
 read -r -a tools <<<"$TOOLS"
 nt=${#tools[@]}
 for rep in $(seq 1 "$N"); do
@@ -357,8 +363,10 @@ for rep in $(seq 1 "$N"); do
     cpu=$(awk -v a="$(cpu_of "$OUT/times-before")" -v b="$(cpu_of "$OUT/times-after")" 'BEGIN{printf "%.2f", b-a}')
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
     sleep 0.3 # let the proxy log the closed connections
-    rtmed="" rtmax="" bmed=""
+    rtmed="" rtmax="" bmed="" rss=""
     if [ "${tool%%-*}" = handoff ]; then
+      ptag=$rep; [ "$tool" = handoff ] || ptag=$tool-$rep
+      rss=$(awk 'END { if ($1 ~ /^[0-9]+$/) printf "%.1f", $1 / 1024 }' "$OUT/rss-$ptag.txt" 2>/dev/null || true)
       read -r rtmed rtmax bmed < <(tail -n +$((before + 1)) "$STATS" | jq -rs '
         group_by(.host) | map({rt: (map(.round_trips) | add), b: (map(.bytes_c2s + .bytes_s2c) | add)})
         | (map(.rt) | sort) as $r | (map(.b) | sort) as $b
@@ -370,8 +378,8 @@ for rep in $(seq 1 "$N"); do
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
-    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" >>"$CSV"
-    printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  %s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" >&2
+    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" "$rss" >>"$CSV"
+    printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  %s%s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" "${rss:+  rss $rss MiB}" >&2
   done
 done
 
