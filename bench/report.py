@@ -15,7 +15,11 @@ Variants of handoff run side by side (tools named handoff-X, see run.sh)
 get a column "ratio vs handoff" and their own round-trip line.
 
 "peak RSS" is the largest of the runs' rss_mib (GNU time's %M: the
-largest single process of a run, the sync or a worker).
+largest single process of a run, the sync or a worker). Runs on the big
+workspace (run.sh -w big) are the tools X+big, with a column "big /
+empty": X+big's median over X's. In the grid they are the cell's row of
+ws "big" (beside the same invocation's rsync and rclone runs), and
+"handoff big / empty" is handoff's median there over the row "empty".
 """
 import argparse
 import csv
@@ -76,12 +80,19 @@ def main():
     rows = load(a.csv)
     if a.grid:
         cells = defaultdict(list)
+        shape = lambda r: (int(r["k"]), int(r["r"]), int(r["f"]), int(r["rtt_ms"]))
+        big = {shape(r) for r in rows if r.get("ws") == "big"}
         for r in rows:
-            cells[(int(r["k"]), int(r["r"]), int(r["f"]), int(r["rtt_ms"]))].append(r)
+            if r["tool"].endswith("+big"):
+                cells[shape(r) + ("big",)].append(dict(r, tool=r["tool"].removesuffix("+big")))
+                continue
+            cells[shape(r) + ("empty",)].append(r)
+            if not r.get("ws") and shape(r) in big:
+                cells[shape(r) + ("big",)].append(r)  # rsync, rclone: the same for both
         meds = {key: cell_table(rs)[2] for key, rs in cells.items()}
-        print("| K | R | F | RTT ms | runs handoff / plain / pruned / fsync / rclone | handoff s | rsync plain s | rsync pruned s | rsync --fsync s | rclone s | handoff / pruned rsync | handoff / fsync rsync | handoff / rclone | handoff cpu s | pruned rsync cpu s | handoff peak RSS MiB | handoff round trips (wall) | floor | proxy-counted |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for key in sorted(cells):
+        print("| K | R | F | RTT ms | ws | runs handoff / plain / pruned / fsync / rclone | handoff s | rsync plain s | rsync pruned s | rsync --fsync s | rclone s | handoff / pruned rsync | handoff / fsync rsync | handoff / rclone | handoff big / empty | handoff cpu s | pruned rsync cpu s | handoff peak RSS MiB | handoff round trips (wall) | floor | proxy-counted |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for key in sorted(cells, key=lambda k: (k[:4], k[4] != "empty", k[4])):
             by, bad, med, rts, _, cpu, rss = cell_table(cells[key])
             runs = " / ".join(str(len(by.get(t, []))) for t in ORDER)
             f = lambda t: (f"{med[t]:.2f}" + (f" ({bad[t]} bad)" if bad[t] else "")) if t in med else ("–" if not bad[t] else f"{bad[t]} bad")
@@ -89,7 +100,7 @@ def main():
             # Round trips on the critical path: the time RTT adds to the
             # run, over the RTT (against the same shape at RTT 0).
             wall_rt = "–"
-            base = meds.get(key[:3] + (0,), {}).get("handoff")
+            base = meds.get(key[:3] + (0, key[4]), {}).get("handoff")
             if key[3] > 0 and base is not None and "handoff" in med:
                 n = (med["handoff"] - base) / (key[3] / 1000)
                 # Below 1: the run is CPU-bound and the RTT adds nothing
@@ -98,9 +109,10 @@ def main():
             floors = [int(r["floor_rt"]) for r in cells[key] if r.get("floor_rt")]
             floor = str(floors[0]) if floors else "–"
             c = lambda t: f"{cpu[t]:.2f}" if t in cpu else "–"
+            big = ratio(med.get("handoff"), meds.get(key[:4] + ("empty",), {}).get("handoff")) if key[4] != "empty" else "–"
             mem = f"{rss['handoff']:.0f}" if "handoff" in rss else "–"
-            print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rsync-fsync')} | {f('rclone')} | "
-                  f"{ratio(med.get('handoff'), med.get('rsync-pruned'))} | {ratio(med.get('handoff'), med.get('rsync-fsync'))} | {ratio(med.get('handoff'), med.get('rclone'))} | "
+            print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rsync-fsync')} | {f('rclone')} | "
+                  f"{ratio(med.get('handoff'), med.get('rsync-pruned'))} | {ratio(med.get('handoff'), med.get('rsync-fsync'))} | {ratio(med.get('handoff'), med.get('rclone'))} | {big} | "
                   f"{c('handoff')} | {c('rsync-pruned')} | {mem} | {wall_rt} | {floor} | {rt} |")
         return
     by, bad, med, rts, rtmax, cpu, rss = cell_table(rows)
@@ -108,10 +120,12 @@ def main():
     print(f"### {cell}\n")
     if a.rtt_check:
         print(f"{a.rtt_check}\n")
-    variants = any(t.startswith("handoff-") for t in set(by) | set(bad))
+    variants = any(t.startswith("handoff-") or t.endswith("+big") for t in set(by) | set(bad))
+    bigs = any(t.endswith("+big") for t in set(by) | set(bad))
+    bcol = " big / empty |" if bigs else ""
     vs = " ratio vs handoff |" if variants else ""
-    print("| tool | runs ok | median s | min s | max s | median cpu s | peak RSS MiB | ratio vs pruned rsync | ratio vs rclone |" + vs)
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if variants else ""))
+    print("| tool | runs ok | median s | min s | max s | median cpu s | peak RSS MiB | ratio vs pruned rsync | ratio vs rclone |" + vs + bcol)
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if variants else "") + ("---|" if bigs else ""))
     for t in ORDER + sorted(set(by) - set(ORDER)):
         if t not in by and not bad[t]:
             continue
@@ -119,10 +133,12 @@ def main():
         m = med.get(t)
         flag = f" ({bad[t]} failed verification)" if bad[t] else ""
         vcol = f" {ratio(m, med.get('handoff'))} |" if variants else ""
+        if bigs:
+            vcol += f" {ratio(m, med.get(t.removesuffix('+big')))} |" if t.endswith("+big") else " – |"
         cs = f"{cpu[t]:.2f}" if t in cpu else "–"
         ms = f"{rss[t]:.0f}" if t in rss else "–"
         print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {cs} | {ms} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |{vcol}"
-              if v else f"| {t} | 0{flag} | – | – | – | – | – | – | – |" + (" – |" if variants else ""))
+              if v else f"| {t} | 0{flag} | – | – | – | – | – | – | – |" + (" – |" if variants else "") + (" – |" if bigs else ""))
     if variants:
         print("\nruns (s, in the order run): " + "; ".join(
             f"{t}: " + " ".join(r["seconds"] + ("" if r["verified"] == "ok" else "(bad)") for r in rows if r["tool"] == t)

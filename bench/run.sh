@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # bench/run.sh — one cell of the network benchmark, side by side.
 #
-#   bench/run.sh -k 8 -r 100 -f 10 -t 100 -n 5 [-T "handoff rsync-plain rsync-pruned rsync-fsync rclone"]
+#   bench/run.sh -k 8 -r 100 -f 10 -t 100 -n 5 [-T "handoff rsync-plain rsync-pruned rsync-fsync rclone"] [-w "empty big"]
 #
 # -k hosts, -r repositories per host, -f handoffs per repository, -t RTT in
-# milliseconds, -n repetitions. Runs bench/setup.sh for the shape first
+# milliseconds, -n repetitions, -w the workspaces handoff starts from:
+# empty (the default), big (also BIG_WS=1), or both, alternated like
+# tools (see below). Runs bench/setup.sh for the shape first
 # (idempotent), builds bin/handoff and the delaying proxy into
 # $BENCH_DIR/bin, starts one delaying proxy for all hosts (127.0.0.1:22100+K
 # -> 10.77.K.2:22), prints the RTT it measures (TCP connect to first server
@@ -43,6 +45,17 @@
 # -c, into strace-N.txt; STRACE_FULL=1 keeps every file call instead); the
 # run is slower under it, so take only counts from it.
 #
+# -w big (BIG_WS=1): every handoff variant X also runs as the tool X+big
+# (handoff+big, handoff-b+big; files receipt-handoff+big-N.json, ...),
+# whose every run, warm-up and timed, starts from a fresh copy of the big
+# workspace that bench/bigws.sh makes with that variant's own binary
+# (100,000 cards, 200,000 ledger handoffs, a year of receipts; cached
+# under $BENCH_DIR/bigws/), copied untimed onto the fresh scratch file
+# system before the walk hints; it keeps only its walk hints between
+# runs, at F=0 too. -w big runs only the X+big tools, -w "empty big"
+# both, side by side. rsync and rclone are unaffected. The ws column of
+# runs.csv says which workspace a run started from.
+#
 # Each handoff run's peak RSS is measured with GNU time (%M, in
 # rss-N.txt and the rss_mib column): the largest resident set of any
 # single process of the run, the sync or one of its workers (wait4
@@ -56,17 +69,21 @@ set -euo pipefail
 
 K=2 R=10 F=1 RTT=20 N=3
 TOOLS="handoff rsync-plain rsync-pruned rsync-fsync rclone"
-while getopts "k:r:f:t:n:T:" o; do
+WS=empty
+[ "${BIG_WS:-0}" = 1 ] && WS=big
+while getopts "k:r:f:t:n:T:w:" o; do
   case $o in
-    k) K=$OPTARG ;; r) R=$OPTARG ;; f) F=$OPTARG ;; t) RTT=$OPTARG ;; n) N=$OPTARG ;; T) TOOLS=$OPTARG ;;
-    *) sed -n 2,25p "$0" >&2; exit 2 ;;
+    k) K=$OPTARG ;; r) R=$OPTARG ;; f) F=$OPTARG ;; t) RTT=$OPTARG ;; n) N=$OPTARG ;; T) TOOLS=$OPTARG ;; w) WS=$OPTARG ;;
+    *) sed -n 2,26p "$0" >&2; exit 2 ;;
   esac
 done
+case " $WS " in *" empty "* | *" big "*) ;; *) echo "run.sh: -w empty, big or \"empty big\"" >&2; exit 2 ;; esac
+for w in $WS; do case $w in empty | big) ;; *) echo "run.sh: -w: no workspace $w (empty, big)" >&2; exit 2 ;; esac; done
 HERE=$(cd "$(dirname "$0")" && pwd)
-# tool_bin TOOL: the binary of handoff-X (from $HANDOFF_X_BIN).
+# tool_bin TOOL: the binary of handoff-X or handoff-X+big (from $HANDOFF_X_BIN).
 tool_bin() {
-  local var
-  var=$(printf '%s' "${1#handoff-}" | tr 'a-z-' 'A-Z_')
+  local var t=${1%+big}
+  var=$(printf '%s' "${t#handoff-}" | tr 'a-z-' 'A-Z_')
   var=HANDOFF_${var}_BIN
   printf '%s' "${!var:-}"
 }
@@ -87,6 +104,20 @@ W=$BENCH_DIR/work
 KEYS=$BENCH_DIR/keys
 RESULTS=$HERE/results
 CELL="K${K}-R${R}-F${F}-RTT${RTT}"
+# is_handoff TOOL: a handoff variant, on either workspace; ws_of TOOL:
+# the workspace its runs start from; hbin_of TOOL: its binary.
+is_handoff() { [ "${1:0:7}" = handoff ]; }
+ws_of() { if [[ $1 == *+big ]]; then echo big; else echo empty; fi; }
+hbin_of() { if [ "${1%+big}" = handoff ]; then printf '%s' "$BIN/handoff"; else tool_bin "$1"; fi; }
+# Each handoff variant once per workspace asked for.
+expanded=""
+for t in $TOOLS; do
+  if ! is_handoff "$t"; then expanded+=" $t"; continue; fi
+  for w in $WS; do
+    if [ "$w" = big ]; then expanded+=" $t+big"; else expanded+=" $t"; fi
+  done
+done
+TOOLS=${expanded# }
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=$RESULTS/$CELL-$STAMP
 mkdir -p "$BIN" "$W" "$RESULTS" "$OUT"
@@ -99,6 +130,13 @@ SSHOPTS="-i $KEYS/id_ed25519 -o UserKnownHostsFile=$KEYS/known_hosts -o StrictHo
 # HANDOFF_REV=worktree builds the working tree as it is.
 "$HERE/build.sh" "$BIN/handoff" >&2
 (cd "$MAIN" && go build -o "$BIN/delayproxy" ./bench/cmd/delayproxy)
+
+# -w big: each handoff variant's big workspace, made by its own binary
+# (bench/bigws.sh; cached, so only a new binary waits for one).
+declare -A BIGWS=()
+for t in $TOOLS; do
+  if is_handoff "$t" && [ "$(ws_of "$t")" = big ]; then BIGWS[$t]=$("$HERE/bigws.sh" -b "$(hbin_of "$t")"); fi
+done
 
 # --- the proxy ---------------------------------------------------------------
 STATS=$OUT/proxy-stats.jsonl
@@ -192,9 +230,10 @@ run_tool() { # tool rep -> prints seconds
   local tool=$1 rep=$2 h port
   local pids=()
   case $tool in
-    handoff | handoff-*)
-      local hbin=$BIN/handoff tag=$rep
-      if [ "$tool" != handoff ]; then hbin=$(tool_bin "$tool") tag=$tool-$rep; fi
+    handoff | handoff-* | handoff+big)
+      local hbin tag=$rep
+      hbin=$(hbin_of "$tool")
+      [ "$tool" = handoff ] || tag=$tool-$rep
       local extra=()
       local prof=()
       if [ "${PROFILE:-0}" = 1 ]; then
@@ -255,7 +294,7 @@ verify() {
     want=$HD/expected.txt
     left=$(find "$HD"/code/g*/repo*/.claude/memory-handoffs "$HD"/code/g*/repo*/.codex/memory-handoffs -maxdepth 1 -name '*.md' | wc -l)
     if [ "$left" != 0 ]; then echo "h$h: $left handoff(s) left in the inboxes"; return; fi
-    if [ "${tool%%-*}" = handoff ]; then
+    if is_handoff "$tool"; then
       got=$(cd "$HD" && find code -path '*/memory-handoffs/processed/*.md' | sed -E 's#/processed/#/#; s#\.[0-9a-f]{12}\.md$#.md#' | sort)
     else
       got=$(cd "$DEST/$tool/h$h" && find . -type f | sed 's#^\./#code/#' | sort)
@@ -265,7 +304,7 @@ verify() {
       return
     fi
   done
-  if [ "${tool%%-*}" = handoff ]; then
+  if is_handoff "$tool"; then
     local total applied receipt=$OUT/receipt-$rep.json
     [ "$tool" = handoff ] || receipt=$OUT/receipt-$tool-$rep.json
     total=$((K * R * F))
@@ -299,48 +338,64 @@ cpu_of() {
 # it there; FRESH_WS=1 keeps only the hints, as at F>0, where the
 # handoffs must be new to the ledger. The copy goes onto the fresh
 # scratch file system before the `sync` that precedes each timed run.
-keep_ws() { [ "$F" = 0 ] && [ "${FRESH_WS:-0}" != 1 ] && [ "${COLD:-0}" != 1 ]; }
+# With -w big, each run starts from a fresh copy of the big workspace
+# instead (fresh_ws), and only the hints are kept, at F=0 too.
+keep_ws() { [ "$(ws_of "$1")" = empty ] && [ "$F" = 0 ] && [ "${FRESH_WS:-0}" != 1 ] && [ "${COLD:-0}" != 1 ]; }
 keep_walks() { # tool: save the walk hints (at F=0, the workspace) the run left
   rm -rf "$W/walks-$1" "$W/ws-$1"
-  if keep_ws; then
+  if keep_ws "$1"; then
     cp -a "$SCRATCH/ws" "$W/ws-$1"
     return 0
   fi
   [ -d "$SCRATCH/ws/.handoff/walks" ] && cp -a "$SCRATCH/ws/.handoff/walks" "$W/walks-$1"
   return 0
 }
-ws_init() { # tool: give a scratch workspace without one its identity (untimed)
-  [ -f "$SCRATCH/ws/.handoff/workspace.json" ] && return 0
-  local hbin=$BIN/handoff
-  [ "$1" = handoff ] || hbin=$(tool_bin "$1")
-  "$hbin" init --workspace "$SCRATCH/ws" >/dev/null
-}
 give_walks() { # tool: put the saved walk hints (or workspace) into the fresh scratch
   [ "${COLD:-0}" = 1 ] && return 0
-  if keep_ws && [ -d "$W/ws-$1" ]; then
+  if keep_ws "$1" && [ -d "$W/ws-$1" ]; then
     rm -rf "$SCRATCH/ws"
     cp -a "$W/ws-$1" "$SCRATCH/ws"
     return 0
   fi
   [ -d "$W/walks-$1" ] || return 0
   mkdir -p "$SCRATCH/ws/.handoff"
+  rm -rf "$SCRATCH/ws/.handoff/walks"
   cp -a "$W/walks-$1" "$SCRATCH/ws/.handoff/walks"
 }
+# fresh_ws tool: the workspace a handoff run starts from, on the fresh
+# scratch (untimed): a copy of its big workspace (X+big), else a new
+# one, made as `handoff init` makes it, since a sync refuses a directory
+# without an identity (at F=0 give_walks then puts the kept one in its
+# place).
+fresh_ws() {
+  if [ "$(ws_of "$1")" = big ]; then
+    local t0=$SECONDS
+    cp -a "${BIGWS[$1]}/." "$SCRATCH/ws/"
+    echo "$1: the big workspace copied in $((SECONDS - t0)) s" >&2
+    return 0
+  fi
+  "$(hbin_of "$1")" init --workspace "$SCRATCH/ws" >/dev/null
+}
+# The scratch file system: the big workspace needs room for its receipts
+# and inodes for its spool, cards and backups.
+SCRATCH_SIZE=8G SCRATCH_INODES=600000
+[ ${#BIGWS[@]} -gt 0 ] && SCRATCH_SIZE=32G SCRATCH_INODES=2000000
 for tool in $TOOLS; do
-  case $tool in handoff | handoff-*) ;; *) continue ;; esac
+  is_handoff "$tool" || continue
   rm -rf "$W/walks-$tool" "$W/ws-$tool"
   [ "${COLD:-0}" = 1 ] && continue
   "$HERE/restore.sh" -k "$K"
-  fresh_scratch "$SCRATCH" 8G 600000
+  fresh_scratch "$SCRATCH" "$SCRATCH_SIZE" "$SCRATCH_INODES"
   mkdir -p "$SCRATCH/ws" "$DEST"
-  ws_init "$tool"
+  fresh_ws "$tool"
+  sync
   run_tool "$tool" warmup >/dev/null || { echo "warm-up run of $tool failed" >&2; exit 1; }
   keep_walks "$tool"
-  echo "warm-up $tool: $(ls "$W/walks-$tool" "$W/ws-$tool/.handoff/walks" 2>/dev/null | grep -c json) walk hint(s) kept$(keep_ws && echo ", with its workspace")" >&2
+  echo "warm-up $tool: $(ls "$W/walks-$tool" "$W/ws-$tool/.handoff/walks" 2>/dev/null | grep -c json) walk hint(s) kept$(keep_ws "$tool" && echo ", with its workspace")" >&2
 done
 
 CSV=$OUT/runs.csv
-echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s,rss_mib" >"$CSV"
+echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s,rss_mib,ws" >"$CSV"
 read -r -a tools <<<"$TOOLS"
 nt=${#tools[@]}
 for rep in $(seq 1 "$N"); do
@@ -348,9 +403,9 @@ for rep in $(seq 1 "$N"); do
     tool=${tools[$(( (j + rep - 1) % nt ))]}
     # fresh handoffs, empty workspace and destinations
     "$HERE/restore.sh" -k "$K"
-    fresh_scratch "$SCRATCH" 8G 600000
+    fresh_scratch "$SCRATCH" "$SCRATCH_SIZE" "$SCRATCH_INODES"
     mkdir -p "$SCRATCH/ws" "$DEST"
-    if [ "${tool%%-*}" = handoff ]; then give_walks "$tool"; ws_init "$tool"; fi
+    if is_handoff "$tool"; then fresh_ws "$tool"; give_walks "$tool"; fi
     sync
     before=$(wc -l <"$STATS")
     times >"$OUT/times-before"
@@ -359,12 +414,12 @@ for rep in $(seq 1 "$N"); do
     run_tool "$tool" "$rep" || ok=0
     t1=$(date +%s.%N)
     times >"$OUT/times-after"
-    [ "${tool%%-*}" = handoff ] && keep_walks "$tool"
+    is_handoff "$tool" && keep_walks "$tool"
     cpu=$(awk -v a="$(cpu_of "$OUT/times-before")" -v b="$(cpu_of "$OUT/times-after")" 'BEGIN{printf "%.2f", b-a}')
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
     sleep 0.3 # let the proxy log the closed connections
     rtmed="" rtmax="" bmed="" rss=""
-    if [ "${tool%%-*}" = handoff ]; then
+    if is_handoff "$tool"; then
       ptag=$rep; [ "$tool" = handoff ] || ptag=$tool-$rep
       rss=$(awk 'END { if ($1 ~ /^[0-9]+$/) printf "%.1f", $1 / 1024 }' "$OUT/rss-$ptag.txt" 2>/dev/null || true)
       read -r rtmed rtmax bmed < <(tail -n +$((before + 1)) "$STATS" | jq -rs '
@@ -372,13 +427,13 @@ for rep in $(seq 1 "$N"); do
         | (map(.rt) | sort) as $r | (map(.b) | sort) as $b
         | "\($r[(length/2|floor)]) \($r[-1]) \($b[(length/2|floor)])"')
     fi
-    if [ "${tool%%-*}" = handoff ] && [ "${PROFILE:-0}" = 1 ]; then
+    if is_handoff "$tool" && [ "${PROFILE:-0}" = 1 ]; then
       ptag=$rep; [ "$tool" = handoff ] || ptag=$tool-$rep
       python3 "$HERE/phases.py" "$OUT/$tool-$rep.log" >"$OUT/phases-$ptag.md" 2>&1 || true
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
-    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" "$rss" >>"$CSV"
+    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" "$rss" "$(is_handoff "$tool" && ws_of "$tool")" >>"$CSV"
     printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  %s%s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" "${rss:+  rss $rss MiB}" >&2
   done
 done
