@@ -4,7 +4,7 @@ BIN       ?= bin/handoff
 PKGS      := ./...
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short lint fmt bench bench-quick bench-net demo torture fuzz fuzz-ci clean
+.PHONY: build test test-short lint fmt bench bench-quick bench-net bench-big demo torture fuzz fuzz-ci clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/handoff
@@ -44,6 +44,13 @@ bench-quick:
 bench-net:
 	KS="8 1 32" N=3 N_BIG=1 RCLONE_N=1 bench/grid.sh
 	bench/ingest.sh
+
+# The big-workspace cells (issue 34): the idle tick and the bulk cell at
+# K=8 R=100 RTT 100 ms, handoff from an empty workspace and from a big
+# one (bench/bigws.sh: 100,000 cards, 200,000 handoffs, a year of
+# receipts; built once per binary, minutes) side by side.
+bench-big:
+	WS="empty big" KS=8 RS=100 FS="0 10" RTTS=100 TOOLS=handoff N=5 bench/grid.sh
 
 demo: build
 	$(BIN) demo

@@ -3,12 +3,18 @@
 #
 #   bench/grid.sh                                   # the full grid of issue 6, with the idle tick (F=0) of issue 18
 #   KS="1 32" RS=10 FS=1 RTTS=20 N=3 bench/grid.sh  # a slice of it
+#   WS="empty big" KS=8 RS=100 FS="0 10" RTTS=100 TOOLS=handoff bench/grid.sh
+#                                                   # the big-workspace cells of issue 34
 #
 # KS, RS, FS, RTTS are space-separated lists; N repetitions per cell (N_BIG
 # for cells of 3,200 repositories or more, K=32 R=100, whose runs take
 # minutes); TOOLS (optional) a subset of "handoff rsync-plain rsync-pruned rsync-fsync
 # rclone". Cells are taken shape by shape (K, R, F outermost), so that
-# bench/setup.sh rebuilds each shape once; RTT is the inner loop.
+# bench/setup.sh rebuilds each shape once; RTT is the inner loop. WS
+# (default "empty") the workspaces handoff starts from (run.sh -w): with
+# "empty big" each cell runs handoff on the empty and on the big
+# workspace (bench/bigws.sh) side by side, and the table has a row for
+# each, the big one with its ratio to the empty one.
 #
 # rclone runs one remote hash command per file, about two round trips per
 # file and host, so a cell of R×F files per host at a high RTT takes it
@@ -24,7 +30,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 KS=${KS:-"1 8 32"} RS=${RS:-"10 100"} FS=${FS:-"0 1 10"} RTTS=${RTTS:-"0 20 100"} N=${N:-5}
-N_BIG=${N_BIG:-$N} RCLONE_MAX_S=${RCLONE_MAX_S:-120} RCLONE_N=${RCLONE_N:-1}
+N_BIG=${N_BIG:-$N} RCLONE_MAX_S=${RCLONE_MAX_S:-120} RCLONE_N=${RCLONE_N:-1} WS=${WS:-empty}
 TOOLS=${TOOLS:-"handoff rsync-plain rsync-pruned rsync-fsync rclone"}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 csvs=()
@@ -40,7 +46,7 @@ for k in $KS; do for r in $RS; do for f in $FS; do for rtt in $RTTS; do
   fi
   echo "=== K=$k R=$r F=$f RTT=${rtt}ms N=$n tools: $tools$( ((rclone_apart)) && echo "; rclone apart, N=$RCLONE_N (estimated ${est} s a run)")" >&2
   if [ -n "$tools" ]; then
-    "$HERE/run.sh" -k "$k" -r "$r" -f "$f" -t "$rtt" -n "$n" -T "$tools"
+    "$HERE/run.sh" -k "$k" -r "$r" -f "$f" -t "$rtt" -n "$n" -T "$tools" -w "$WS"
     latest "$k" "$r" "$f" "$rtt"
   fi
   if ((rclone_apart)); then
