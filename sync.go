@@ -307,7 +307,7 @@ func (ru *run) recordRejects(ctx context.Context) {
 // continuity). A failure never touches ingest.
 func (ru *run) continuity(ctx context.Context) {
 	ru.repoFiles, ru.reposErr = continuity.Run(context.WithoutCancel(ctx), ru.st.led, ru.st.spool, ru.opts.Manifest, ru.hosts, ru.reports,
-		continuity.EntrySHAs(ru.entries), ru.r.RunID, ru.opts.Now(), ru.ingErr == nil, ru.log)
+		continuity.EntrySHAs(ru.entries), ru.ing.Thread, ru.r.RunID, ru.opts.Now(), ru.ingErr == nil, ru.log)
 }
 
 // publish publishes the mirror of every host that kept its session,

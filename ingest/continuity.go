@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"path"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -17,6 +18,36 @@ const WarnContinuesUnclear = "continues-unclear"
 
 // maxContinuesKey bounds a thread key: a file name is at most 255 bytes.
 const maxContinuesKey = 255
+
+// maxThreadHandoff bounds a handoff ThreadKey parses: a handoff is at most
+// the manifest's max_file_size (64 MiB at the most).
+const maxThreadHandoff = 64 << 20
+
+// continuesRE finds a Continues heading, as the parser reads one.
+var continuesRE = regexp.MustCompile(`(?im)^##[ \t]+continues[ \t\r]*$`)
+
+// ThreadKey is the thread key of a stored handoff's bytes: the key
+// (ContinuesKey) of the earlier handoff its Continues section names; ""
+// when it names none, or data is no handoff or too big for one.
+func ThreadKey(data []byte) string {
+	// Most handoffs continue nothing: skip the parse for them.
+	if len(data) > maxThreadHandoff || !continuesRE.Match(data) {
+		return ""
+	}
+	h, err := Parse(data)
+	if err != nil {
+		return ""
+	}
+	return ContinuesKey(h.Continues)
+}
+
+// threadKeyOf is ThreadKey of the bytes h was parsed from.
+func threadKeyOf(h *Handoff) string {
+	if len(h.raw) > maxThreadHandoff || !continuesRE.MatchString(h.raw) {
+		return ""
+	}
+	return ContinuesKey(h.Continues)
+}
 
 // ContinuesKey returns the key by which a Continues section names the
 // earlier handoff: a SHA-256 or its start (4 to 64 hex digits),

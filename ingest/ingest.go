@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
@@ -73,6 +74,21 @@ type Ingester struct {
 	// beforeReplace, when set (by tests), runs after a batch's new files
 	// are durable and before its targets are replaced.
 	beforeReplace func()
+
+	// threads are the thread keys (ThreadKey) of the handoffs planned so
+	// far, by hash, for Thread.
+	threadsMu sync.Mutex
+	threads   map[string]string
+}
+
+// Thread returns the thread key (ThreadKey) of a handoff this Ingester
+// has planned, and whether it has: what it parsed already, so that the
+// run's continuity step need not read and parse the handoff again.
+func (in *Ingester) Thread(sha string) (key string, known bool) {
+	in.threadsMu.Lock()
+	defer in.threadsMu.Unlock()
+	key, known = in.threads[sha]
+	return key, known
 }
 
 // New prepares an ingester over an open ledger and spool.
@@ -171,6 +187,12 @@ func (in *Ingester) readDisk(target string) ([]byte, bool, string, error) {
 // becomes of the handoff then. The plan's Before is the target's hash
 // also then (a review entry carries it), except for an unsafe target.
 func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, string, error) {
+	in.threadsMu.Lock()
+	if in.threads == nil {
+		in.threads = map[string]string{}
+	}
+	in.threads[src.SHA256] = threadKeyOf(h)
+	in.threadsMu.Unlock()
 	return planWith(src, h, read, Override{})
 }
 

@@ -162,7 +162,7 @@ func TestBuild(t *testing.T) {
 			vpsClient: {Path: "/srv/clients/acme", Origin: "github.com/acme/client"},
 		}),
 	}
-	if err := Record(ctx, w.led, w.sp, "run-1", reports, []string{a.SHA256, b.SHA256, b.SHA256}); err != nil {
+	if err := Record(ctx, w.led, w.sp, "run-1", reports, []string{a.SHA256, b.SHA256, b.SHA256}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var cont string

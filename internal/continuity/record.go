@@ -3,7 +3,6 @@ package continuity
 import (
 	"context"
 	"fmt"
-	"regexp"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
@@ -15,10 +14,17 @@ import (
 // most the manifest's max_file_size (64 MiB at the most).
 const maxHandoff = 64 << 20
 
+// Threads says the thread key (ingest.ThreadKey) of a handoff it knows,
+// and whether it knows it.
+type Threads func(sha string) (key string, known bool)
+
 // Record writes into the ledger what a run learned: the repository of
 // each inbox a pull read one for (claim.InboxReport.Repo), and, for the
-// handoffs the run decided (shas), the handoff each continues.
-func Record(ctx context.Context, led *ledger.Ledger, sp spool.Store, runID string, reports []claim.HostReport, shas []string) error {
+// handoffs the run decided (shas), the handoff each continues: as
+// threads says, for a handoff it knows (the ingester's Thread, of what it
+// read already), else read from the spool (ingest.ThreadKey). threads may
+// be nil.
+func Record(ctx context.Context, led *ledger.Ledger, sp spool.Store, runID string, reports []claim.HostReport, shas []string, threads Threads) error {
 	var rows []ledger.InboxRepo
 	for _, rep := range reports {
 		for _, in := range rep.Inboxes {
@@ -32,44 +38,37 @@ func Record(ctx context.Context, led *ledger.Ledger, sp spool.Store, runID strin
 	if err := led.RecordRepos(ctx, runID, rows); err != nil {
 		return err
 	}
-	threads := map[string]string{}
+	keys := map[string]string{}
 	for _, sha := range shas {
-		if _, done := threads[sha]; done {
+		if _, done := keys[sha]; done {
 			continue
 		}
-		threads[sha] = ""
-		if key := continuesOf(sp, sha); key != "" {
-			threads[sha] = key
+		key, known := "", false
+		if threads != nil {
+			key, known = threads(sha)
 		}
+		if !known {
+			key = continuesOf(sp, sha)
+		}
+		keys[sha] = key
 	}
-	for sha, key := range threads {
+	for sha, key := range keys {
 		if key == "" {
-			delete(threads, sha)
+			delete(keys, sha)
 		}
 	}
-	if err := led.RecordThreads(ctx, threads); err != nil {
+	if err := led.RecordThreads(ctx, keys); err != nil {
 		return fmt.Errorf("continuity: %w", err)
 	}
 	return nil
 }
 
-// continuesRE finds a Continues heading, as the parser reads one.
-var continuesRE = regexp.MustCompile(`(?im)^##[ \t]+continues[ \t\r]*$`)
-
 // continuesOf returns the thread key of a stored handoff, "" when it has
 // none or cannot be read.
 func continuesOf(sp spool.Store, sha string) string {
 	data, err := sp.Get(sha)
-	if err != nil || len(data) > maxHandoff {
-		return ""
-	}
-	// Most handoffs continue nothing: skip the parse for them.
-	if !continuesRE.Match(data) {
-		return ""
-	}
-	h, err := ingest.Parse(data)
 	if err != nil {
 		return ""
 	}
-	return ingest.ContinuesKey(h.Continues)
+	return ingest.ThreadKey(data)
 }

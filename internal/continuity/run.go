@@ -25,11 +25,11 @@ import (
 // without its repos/ files would remove them), makes those hosts'
 // mirrors fail, and ingest is untouched.
 func Run(ctx context.Context, led *ledger.Ledger, sp spool.Store, m *manifest.Manifest, hosts []manifest.HostConfig,
-	reports []claim.HostReport, shas []string, runID string, now time.Time, ingested bool, log *slog.Logger) (map[string][]mirror.File, error) {
+	reports []claim.HostReport, shas []string, threads Threads, runID string, now time.Time, ingested bool, log *slog.Logger) (map[string][]mirror.File, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := Record(ctx, led, sp, runID, reports, shas); err != nil {
+	if err := Record(ctx, led, sp, runID, reports, shas, threads); err != nil {
 		log.Warn("continuity: could not record repositories and threads; repos/ shows what earlier runs recorded", "err", err)
 	}
 	if !ingested {
