@@ -47,14 +47,18 @@
 #
 # -w big (BIG_WS=1): every handoff variant X also runs as the tool X+big
 # (handoff+big, handoff-b+big; files receipt-handoff+big-N.json, ...),
-# whose every run, warm-up and timed, starts from a fresh copy of the big
-# workspace that bench/bigws.sh makes with that variant's own binary
-# (100,000 cards, 200,000 ledger handoffs, a year of receipts; cached
-# under $BENCH_DIR/bigws/), copied untimed onto the fresh scratch file
-# system before the walk hints; it keeps only its walk hints between
-# runs, at F=0 too. -w big runs only the X+big tools, -w "empty big"
-# both, side by side. rsync and rclone are unaffected. The ws column of
-# runs.csv says which workspace a run started from.
+# whose every run, warm-up and timed, starts from the big workspace that
+# bench/bigws.sh makes with that variant's own binary (100,000 cards,
+# 200,000 ledger handoffs, a year of receipts; cached under
+# $BENCH_DIR/bigws/), exactly as bigws.sh left it, then the walk hints:
+# a scratch image of its own holds a copy, made once and mounted for the
+# whole invocation, and before each run rsync puts back what the last run
+# changed (bench/scratch.sh, big_scratch; untimed, seconds, where a fresh
+# copy took 52-250 s and left the cache cold). It keeps only its walk
+# hints between runs, at F=0 too. -w big runs only
+# the X+big tools, -w "empty big" both, side by side. rsync and rclone
+# are unaffected. The ws column of runs.csv says which workspace a run
+# started from.
 #
 # Each handoff run's peak RSS is measured with GNU time (%M, in
 # rss-N.txt and the rss_mib column): the largest resident set of any
@@ -221,10 +225,16 @@ mkdir -p "$W/home"
 
 # Every tool writes into a fresh, empty, journaled ext4 (a loop-mounted
 # image made again before each run; see bench/scratch.sh for why): the
-# workspace for handoff, the destination for rsync and rclone.
+# workspace for handoff, the destination for rsync and rclone. A run on
+# the big workspace has an image of its own (scratch_for).
 . "$HERE/scratch.sh"
 SCRATCH=$BENCH_DIR/scratch
-trap 'cleanup; unmount_scratch "$SCRATCH"' EXIT
+unmount_all() {
+  unmount_scratch "$SCRATCH"
+  local ws
+  for ws in "${BIGWS[@]}"; do unmount_scratch "$(dirname "$ws")/mnt"; done
+}
+trap 'cleanup; unmount_all' EXIT
 DEST=$SCRATCH/dest
 run_tool() { # tool rep -> prints seconds
   local tool=$1 rep=$2 h port
@@ -338,8 +348,8 @@ cpu_of() {
 # it there; FRESH_WS=1 keeps only the hints, as at F>0, where the
 # handoffs must be new to the ledger. The copy goes onto the fresh
 # scratch file system before the `sync` that precedes each timed run.
-# With -w big, each run starts from a fresh copy of the big workspace
-# instead (fresh_ws), and only the hints are kept, at F=0 too.
+# With -w big, each run starts from the big workspace instead
+# (scratch_for), and only the hints are kept, at F=0 too.
 keep_ws() { [ "$(ws_of "$1")" = empty ] && [ "$F" = 0 ] && [ "${FRESH_WS:-0}" != 1 ] && [ "${COLD:-0}" != 1 ]; }
 keep_walks() { # tool: save the walk hints (at F=0, the workspace) the run left
   rm -rf "$W/walks-$1" "$W/ws-$1"
@@ -362,31 +372,34 @@ give_walks() { # tool: put the saved walk hints (or workspace) into the fresh sc
   rm -rf "$SCRATCH/ws/.handoff/walks"
   cp -a "$W/walks-$1" "$SCRATCH/ws/.handoff/walks"
 }
+# scratch_for tool: the fresh scratch file system a run of tool writes
+# into (untimed): the big workspace's own image, put back as bigws.sh
+# made it, for X+big; else a new, empty one.
+scratch_for() {
+  if is_handoff "$1" && [ "$(ws_of "$1")" = big ]; then
+    local t0=$SECONDS
+    big_scratch "${BIGWS[$1]}" "$(dirname "${BIGWS[$1]}")/scratch.img" "$(dirname "${BIGWS[$1]}")/mnt" "$SCRATCH"
+    echo "$1: the big workspace put back in $((SECONDS - t0)) s" >&2
+  else
+    fresh_scratch "$SCRATCH" 8G 600000
+  fi
+  mkdir -p "$SCRATCH/ws" "$DEST"
+}
 # fresh_ws tool: the workspace a handoff run starts from, on the fresh
-# scratch (untimed): a copy of its big workspace (X+big), else a new
+# scratch (untimed): the big one is there already (X+big); else a new
 # one, made as `handoff init` makes it, since a sync refuses a directory
 # without an identity (at F=0 give_walks then puts the kept one in its
 # place).
 fresh_ws() {
-  if [ "$(ws_of "$1")" = big ]; then
-    local t0=$SECONDS
-    cp -a "${BIGWS[$1]}/." "$SCRATCH/ws/"
-    echo "$1: the big workspace copied in $((SECONDS - t0)) s" >&2
-    return 0
-  fi
+  [ "$(ws_of "$1")" = big ] && return 0
   "$(hbin_of "$1")" init --workspace "$SCRATCH/ws" >/dev/null
 }
-# The scratch file system: the big workspace needs room for its receipts
-# and inodes for its spool, cards and backups.
-SCRATCH_SIZE=8G SCRATCH_INODES=600000
-[ ${#BIGWS[@]} -gt 0 ] && SCRATCH_SIZE=32G SCRATCH_INODES=2000000
 for tool in $TOOLS; do
   is_handoff "$tool" || continue
   rm -rf "$W/walks-$tool" "$W/ws-$tool"
   [ "${COLD:-0}" = 1 ] && continue
   "$HERE/restore.sh" -k "$K"
-  fresh_scratch "$SCRATCH" "$SCRATCH_SIZE" "$SCRATCH_INODES"
-  mkdir -p "$SCRATCH/ws" "$DEST"
+  scratch_for "$tool"
   fresh_ws "$tool"
   sync
   run_tool "$tool" warmup >/dev/null || { echo "warm-up run of $tool failed" >&2; exit 1; }
@@ -403,8 +416,7 @@ for rep in $(seq 1 "$N"); do
     tool=${tools[$(( (j + rep - 1) % nt ))]}
     # fresh handoffs, empty workspace and destinations
     "$HERE/restore.sh" -k "$K"
-    fresh_scratch "$SCRATCH" "$SCRATCH_SIZE" "$SCRATCH_INODES"
-    mkdir -p "$SCRATCH/ws" "$DEST"
+    scratch_for "$tool"
     if is_handoff "$tool"; then fresh_ws "$tool"; give_walks "$tool"; fi
     sync
     before=$(wc -l <"$STATS")
