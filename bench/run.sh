@@ -136,10 +136,13 @@ SSHOPTS="-i $KEYS/id_ed25519 -o UserKnownHostsFile=$KEYS/known_hosts -o StrictHo
 (cd "$MAIN" && go build -o "$BIN/delayproxy" ./bench/cmd/delayproxy)
 
 # -w big: each handoff variant's big workspace, made by its own binary
-# (bench/bigws.sh; cached, so only a new binary waits for one).
+# (bench/bigws.sh; cached, so only a new binary waits for one), or by
+# BIGWS_BIN for all of them: a change that keeps the ledger's schema can
+# then be measured on the workspace an earlier binary made, without the
+# minutes a new one takes.
 declare -A BIGWS=()
 for t in $TOOLS; do
-  if is_handoff "$t" && [ "$(ws_of "$t")" = big ]; then BIGWS[$t]=$("$HERE/bigws.sh" -b "$(hbin_of "$t")"); fi
+  if is_handoff "$t" && [ "$(ws_of "$t")" = big ]; then BIGWS[$t]=$("$HERE/bigws.sh" -b "${BIGWS_BIN:-$(hbin_of "$t")}"); fi
 done
 
 # --- the proxy ---------------------------------------------------------------
