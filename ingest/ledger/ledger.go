@@ -117,6 +117,13 @@ var migrations = []string{
 	migrationRepos,
 	// 7: stored handoffs' bytes (contents.go).
 	migrationContents,
+	// 8: the plans still open. Every ingest pass asks for them (Recover),
+	// doctor counts them and prune keeps their contents; without it each
+	// read every plan ever made (50-80 ms of a 1.8 s idle tick in a
+	// workspace of 200,000 handoffs). It holds only the open plans, none
+	// between runs. The queries name the state literally, so that the
+	// index's WHERE term matches theirs as written.
+	`CREATE INDEX plans_open ON plans (id) WHERE state = 'planned';`,
 }
 
 // Plan states.
@@ -569,7 +576,7 @@ func (l *Ledger) UpdatePlan(ctx context.Context, p *Plan) error {
 
 func (l *Ledger) OpenPlans(ctx context.Context) ([]*Plan, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, backup, replans
-		FROM plans WHERE state = ? ORDER BY id`, planPlanned)
+		FROM plans WHERE state = 'planned' ORDER BY id`)
 	if err != nil {
 		return nil, err
 	}
@@ -588,7 +595,7 @@ func (l *Ledger) OpenPlans(ctx context.Context) ([]*Plan, error) {
 // InterruptedPlans counts plans a crashed run left unfinished.
 func (l *Ledger) InterruptedPlans(ctx context.Context) (int, error) {
 	var n int
-	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM plans WHERE state = ?`, planPlanned).Scan(&n)
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM plans WHERE state = 'planned'`).Scan(&n)
 	return n, err
 }
 

@@ -448,7 +448,7 @@ func (l *Ledger) PrunableSpool(ctx context.Context, before time.Time, hosts []st
 	}
 	// A plan still open (a crashed run's) keeps its content, whatever the
 	// sources say.
-	open, err := l.db.QueryContext(ctx, `SELECT sha256 FROM plans WHERE state = ?`, planPlanned)
+	open, err := l.db.QueryContext(ctx, `SELECT sha256 FROM plans WHERE state = 'planned'`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
