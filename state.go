@@ -71,15 +71,9 @@ func openState(ws string, dryRun bool) (*state, error) {
 		return nil, err
 	}
 	if legacy != nil {
+		// Nothing writes there any more: `handoff prune` removes the
+		// temporary files an earlier version's crashed writer left.
 		st.closers = append(st.closers, legacy.Close)
-		if !dryRun {
-			// Under the lock: a temporary file an earlier version's
-			// crashed writer left there is surely that.
-			if _, err := legacy.RemoveTemps(); err != nil {
-				st.close()
-				return nil, err
-			}
-		}
 	}
 	led, err := ledger.Open(st.ledgerPath)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/prune"
 	"github.com/handoff-sync/handoff/manifest"
 )
@@ -124,6 +125,10 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 	if r.Spool.Held > 0 {
 		fmt.Fprintf(c.g.stdout, "%sstore: kept the bytes of %d %s that %s for a person or %s rejected less than %s ago (`handoff review --all`)\n",
 			prefix, r.Spool.Held, plural(r.Spool.Held, "handoff", "handoffs"), plural(r.Spool.Held, "waits", "wait"), plural(r.Spool.Held, "was", "were"), c.olderThan)
+	}
+	if r.Spool.Temps > 0 {
+		fmt.Fprintf(c.g.stdout, "%sstore: removed %d temporary %s an earlier version's crashed run left in %s\n",
+			prefix, r.Spool.Temps, plural(r.Spool.Temps, "file", "files"), layout.SpoolDir)
 	}
 	fmt.Fprintf(c.g.stdout, "%sreceipts: %s %d %s\n", prefix, verb, r.Receipts.Files, plural(r.Receipts.Files, "receipt", "receipts"))
 	if r.DryRun {

@@ -21,6 +21,10 @@ type SpoolResult struct {
 	// a person: their handoff waits in review or the quarantine, or was
 	// rejected less than the retention ago.
 	Held int `json:"held"`
+	// Temps counts the temporary files an earlier version's crashed
+	// writer left in the legacy spool directory, removed (never in a dry
+	// run). Nothing writes there any more, so a run does not look.
+	Temps int `json:"temps"`
 }
 
 // SpoolOptions select the stored contents PruneSpool removes.
@@ -54,13 +58,21 @@ type SpoolOptions struct {
 // was about for as long as the retention lasts.
 //
 // In the legacy directory only regular files whose names the ledger
-// yields are removed: anything else (temporary files, names the ledger
-// does not know, symlinks, directories) is left alone. The caller holds
+// yields are removed, and the temporary files an earlier version's
+// crashed writer left: anything else (names the ledger does not know,
+// symlinks, directories) is left alone. The caller holds
 // the workspace lock, so no run is storing or ingesting meanwhile. The
 // ledger's file keeps its size; SQLite reuses the pages freed for the
 // contents stored next (see docs/design.md, "The store").
 func Spool(ctx context.Context, l *ledger.Ledger, opts SpoolOptions) (SpoolResult, error) {
 	var res SpoolResult
+	if !opts.DryRun {
+		n, err := removeLegacyTemps(opts.Dir)
+		if err != nil {
+			return res, err
+		}
+		res.Temps = n
+	}
 	shas, err := l.PrunableSpool(ctx, opts.Before, opts.Hosts)
 	if err != nil || len(shas) == 0 {
 		return res, err
@@ -105,6 +117,18 @@ func Spool(ctx context.Context, l *ledger.Ledger, opts SpoolOptions) (SpoolResul
 	}
 	res.Files, res.Bytes = len(counted), res.Bytes+size
 	return res, err
+}
+
+// removeLegacyTemps removes the temporary files in the legacy spool
+// directory dir, if it exists. The caller holds the workspace lock, and
+// this version never writes there, so each is a crashed writer's.
+func removeLegacyTemps(dir string) (int, error) {
+	legacy, err := spool.OpenReadOnly(dir)
+	if err != nil || legacy == nil {
+		return 0, err
+	}
+	defer legacy.Close()
+	return legacy.RemoveTemps()
 }
 
 // heldForReview returns the contents whose bytes stay for a person: those

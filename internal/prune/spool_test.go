@@ -11,6 +11,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
@@ -328,5 +329,36 @@ func TestPruneSpoolNoSpool(t *testing.T) {
 	}
 	if _, err := os.Stat(f.dir); !os.IsNotExist(err) {
 		t.Fatalf("spool directory created: %v", err)
+	}
+}
+
+// TestPruneSpoolRemovesLegacyTemps: the temporary files an earlier
+// version's crashed writer left in the legacy spool go with a prune, not
+// with a dry run, and the stored handoffs beside them stay (nothing
+// stored is lost). Runs no longer look there (nothing writes there).
+func TestPruneSpoolRemovesLegacyTemps(t *testing.T) {
+	f := newSpoolFixture(t, true)
+	f.source("young", "laptop", "a.md", receipts.ResultPromoted, time.Now())
+	tmp := filepath.Join(f.dir, durable.TempPrefix+"crashed.md")
+	if err := os.WriteFile(tmp, []byte("half a hand"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Hour)
+	got, err := Spool(context.Background(), f.led, SpoolOptions{Dir: f.dir, Before: before, DryRun: true})
+	if err != nil || got.Temps != 0 {
+		t.Fatalf("dry run: %+v, %v", got, err)
+	}
+	if _, err := os.Lstat(tmp); err != nil {
+		t.Fatalf("a dry run removed a temporary file: %v", err)
+	}
+	got, err = Spool(context.Background(), f.led, SpoolOptions{Dir: f.dir, Before: before})
+	if err != nil || got.Temps != 1 || got.Files != 0 {
+		t.Fatalf("prune: %+v, %v; want one temporary file and no handoff", got, err)
+	}
+	if _, err := os.Lstat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("the temporary file is still there: %v", err)
+	}
+	if !f.exists("young") {
+		t.Fatal("a young handoff's bytes went with the temporary files")
 	}
 }

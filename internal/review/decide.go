@@ -108,11 +108,6 @@ func begin(ctx context.Context, o Options, what string) (*session, error) {
 	}
 	if legacy != nil {
 		s.closers = append(s.closers, func() { legacy.Close() })
-		// Under the lock, no writer is live: a temporary file in the
-		// spool an earlier version wrote is a crashed one's.
-		if _, err := legacy.RemoveTemps(); err != nil {
-			return nil, err
-		}
 	}
 	s.sp = s.led.Store(legacy)
 	s.closers = append(s.closers, func() { s.sp.Close() })
