@@ -416,6 +416,9 @@ func (b *batch) stageFile(name string, data []byte) (*staged, error) {
 		}
 		b.dirs[dir] = true
 	}
+	if err := b.in.ws.markWriting(); err != nil {
+		return nil, err
+	}
 	f := &staged{name: name, pending: b.st.Write(name, data, layout.FileMode(name))}
 	b.files = append(b.files, f)
 	return f, nil
@@ -745,6 +748,7 @@ func (in *Ingester) retire(s *durable.Swapped) {
 func (in *Ingester) removeRetired() {
 	for _, s := range in.retired {
 		if err := s.Remove(); err != nil {
+			in.unclean = true // the next ingester removes it (removeLeftTemps)
 			in.log.Warn("could not remove a replaced file; the next run will", "err", err)
 		}
 	}

@@ -65,8 +65,12 @@ type Ingester struct {
 	retired      []*durable.Swapped
 	retiredBytes int64
 	// tempsRemoved: the first Run has removed a crashed run's temporary
-	// files.
+	// files (removeLeftTemps).
 	tempsRemoved bool
+	// unclean: this Ingester may leave temporary files behind (a call
+	// failed, a replaced file could not be removed), so Close keeps
+	// layout.IngestingFile for the next one.
+	unclean bool
 	// draftsChecked: the first Run (or Recover) has removed the drafts of
 	// decided handoffs that a crashed review left (see Recover).
 	draftsChecked bool
@@ -105,10 +109,16 @@ func New(opts Options, led *ledger.Ledger, sp spool.Store) (*Ingester, error) {
 }
 
 // Close removes the target files the runs replaced (see retire) and
-// releases the workspace handle.
+// releases the workspace handle. When nothing is left behind it also
+// removes layout.IngestingFile, so that the next ingester need not look
+// for temporary files (removeLeftTemps).
 func (in *Ingester) Close() error {
 	in.removeRetired()
-	return in.ws.Close()
+	var err error
+	if !in.unclean {
+		err = in.ws.unmark()
+	}
+	return errors.Join(err, in.ws.Close())
 }
 
 // Run first finishes what a crashed run left behind (Recover: its plans,
@@ -131,6 +141,9 @@ func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
 		return out, err
 	}
 	entries, err := in.runBatches(ctx)
+	if err != nil {
+		in.unclean = true
+	}
 	return append(out, entries...), err
 }
 

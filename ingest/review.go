@@ -307,7 +307,12 @@ type Decision struct {
 // plan's entry: promoted or routed, or review when the target changed
 // while it was written (the decision is then abandoned and the handoff
 // waits again).
-func (in *Ingester) Decide(ctx context.Context, d Decision) (Entry, *Proposal, error) {
+func (in *Ingester) Decide(ctx context.Context, d Decision) (_ Entry, _ *Proposal, err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, ErrBlocked) {
+			in.unclean = true
+		}
+	}()
 	pr, err := in.Inspect(d.Source, d.Data, d.Override)
 	if err != nil {
 		return Entry{}, nil, err
@@ -358,11 +363,16 @@ func (in *Ingester) Decide(ctx context.Context, d Decision) (Entry, *Proposal, e
 // and removes the drafts of decided handoffs (RemoveDecidedDrafts). Run
 // does all of this first; `handoff review` calls it before it decides
 // anything. It returns the entries of the plans it finished.
-func (in *Ingester) Recover(ctx context.Context) ([]Entry, error) {
+func (in *Ingester) Recover(ctx context.Context) (_ []Entry, err error) {
+	defer func() {
+		if err != nil {
+			in.unclean = true
+		}
+	}()
 	// Temporary files are a crashed process's leftovers only before this
 	// Ingester's first Run; after it they are its own retired files.
 	if !in.tempsRemoved {
-		if err := in.ws.removeTemps(); err != nil {
+		if err := in.removeLeftTemps(ctx); err != nil {
 			return nil, fmt.Errorf("ingest: remove temporary files: %w", err)
 		}
 		in.tempsRemoved = true
@@ -395,6 +405,35 @@ func (in *Ingester) Recover(ctx context.Context) ([]Entry, error) {
 		in.draftsChecked = true
 	}
 	return out, nil
+}
+
+// removeLeftTemps removes the temporary files a crash or a failure may
+// have left in the directories the ingester and the receipts write
+// (workspace.removeTemps), when one may have: an ingester left
+// layout.IngestingFile (it wrote and did not close cleanly), or the run
+// before this one did not finish (it may have died writing its
+// receipt). Otherwise there are none to find, and those directories,
+// which grow with the memory (every card, backup and receipt), are not
+// listed.
+func (in *Ingester) removeLeftTemps(ctx context.Context) error {
+	if in.opts.DryRun {
+		return nil
+	}
+	left, err := in.ws.leftMarked()
+	if err != nil {
+		return err
+	}
+	if !left && in.led != nil {
+		finished, err := in.led.PreviousRunFinished(ctx, in.opts.RunID)
+		if err != nil {
+			return err
+		}
+		left = !finished
+	}
+	if !left && in.led != nil {
+		return nil
+	}
+	return in.ws.removeTemps()
 }
 
 // RemoveDecidedDrafts removes from the review inbox the draft of every

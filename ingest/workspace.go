@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -39,6 +40,12 @@ type workspace struct {
 	top     *os.File // root's directory, where check's walks start
 	dryRun  bool
 	cleanup func()
+
+	// mark guards marked and found: whether this handle made
+	// layout.IngestingFile durable (markWriting) or found it there
+	// (leftMarked).
+	mark          sync.Mutex
+	marked, found bool
 }
 
 func openWorkspace(dir string, dryRun bool) (*workspace, error) {
@@ -239,6 +246,9 @@ func (w *workspace) write(target string, data []byte) error {
 	if w.dryRun {
 		return nil
 	}
+	if err := w.markWriting(); err != nil {
+		return err
+	}
 	if err := w.mkdirs(path.Dir(target)); err != nil {
 		return err
 	}
@@ -250,6 +260,9 @@ func (w *workspace) write(target string, data []byte) error {
 func (w *workspace) replaceIf(target string, data []byte, ok func(old []byte, existed bool) bool) ([]byte, error) {
 	if w.dryRun {
 		return nil, nil
+	}
+	if err := w.markWriting(); err != nil {
+		return nil, err
 	}
 	if err := w.mkdirs(path.Dir(target)); err != nil {
 		return nil, err
@@ -302,6 +315,70 @@ func (w *workspace) mkdirs(dir string) error {
 			return &errUnsafe{ReasonSymlink, fmt.Sprintf("%s is not a real directory", d)}
 		}
 	}
+	return nil
+}
+
+// markWriting makes sure, before the handle's first temporary file,
+// that layout.IngestingFile exists and survives power loss: from then
+// on a crash leaves it for the next ingester to find (leftMarked). Once
+// per handle: one create and one fsync for a run that writes, none for
+// one that does not.
+func (w *workspace) markWriting() error {
+	if w.dryRun {
+		return nil
+	}
+	w.mark.Lock()
+	defer w.mark.Unlock()
+	if w.marked {
+		return nil
+	}
+	if err := w.mkdirs(layout.StateDir); err != nil {
+		return err
+	}
+	f, err := w.root.OpenFile(layout.IngestingFile, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, layout.FileMode(layout.IngestingFile))
+	if err != nil {
+		return fmt.Errorf("mark %s: %w", layout.IngestingFile, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := durable.SyncDir(w.root, layout.StateDir); err != nil {
+		return err
+	}
+	w.marked = true
+	return nil
+}
+
+// leftMarked reports whether layout.IngestingFile is there: an earlier
+// ingester wrote into the workspace and did not close cleanly.
+func (w *workspace) leftMarked() (bool, error) {
+	_, err := w.root.Lstat(layout.IngestingFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	w.mark.Lock()
+	w.found = true
+	w.mark.Unlock()
+	return true, nil
+}
+
+// unmark removes layout.IngestingFile, when this handle made or found
+// it, once nothing is left behind. Its removal need not be durable: a
+// mark that comes back after a power loss costs the next ingester one
+// listing of its directories.
+func (w *workspace) unmark() error {
+	w.mark.Lock()
+	defer w.mark.Unlock()
+	if !w.marked && !w.found {
+		return nil
+	}
+	if err := w.root.Remove(layout.IngestingFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	w.marked, w.found = false, false
 	return nil
 }
 

@@ -619,6 +619,25 @@ func (l *Ledger) FinishRun(ctx context.Context, runID, Outcome, status, receipt 
 	return err
 }
 
+// PreviousRunFinished reports whether the run the ledger recorded last,
+// other than runID, has finished, or there is none. Runs take the
+// workspace lock one at a time, so an unfinished one died: the ingester
+// then removes the temporary files it may have left (its receipt's). The
+// order is the order of StartRun (rowid), whatever the clock said, and
+// the lookup is one step down the table's rowid, however many runs there
+// were.
+func (l *Ledger) PreviousRunFinished(ctx context.Context, runID string) (bool, error) {
+	var finished string
+	err := l.db.QueryRowContext(ctx, `SELECT finished_at FROM runs WHERE run_id != ? ORDER BY rowid DESC LIMIT 1`, runID).Scan(&finished)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return finished != "", nil
+}
+
 // OwnResult reports whether o is the result of its content itself, which
 // the ledger keeps by hash so that later copies of the same bytes are
 // duplicates of it. Every outcome is, but that of such a copy: a duplicate

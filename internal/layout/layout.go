@@ -46,6 +46,11 @@ const (
 	WalksDir = StateDir + "/walks"
 	// LockFile is the single-ingester lock.
 	LockFile = StateDir + "/lock"
+	// IngestingFile exists from an ingester's first write into the
+	// workspace until it closes with nothing left behind: the next
+	// ingester that finds it removes the temporary files a crash or a
+	// failure may have left, without listing every directory every run.
+	IngestingFile = StateDir + "/ingesting"
 )
 
 // Modes of what handoff makes in a workspace. The private trees, StateDir
