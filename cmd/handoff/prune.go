@@ -47,7 +47,9 @@ waits in ` + "`handoff review`" + ` (review or quarantine), and one rejected les
 --older-than ago, so that ` + "`handoff review show ID`" + ` can still show what was
 rejected. Once a rejection is older than --older-than, its bytes go like any
 other ingested handoff's (a malformed handoff's stay: they are the
-quarantine). The ledger's file keeps its size: SQLite reuses the space for
+quarantine). It also removes the temporary files an earlier version's
+crashed run left in .handoff/spool, which no run looks for any more.
+The ledger's file keeps its size: SQLite reuses the space for
 the handoffs stored next. It holds the workspace lock like sync.
 --older-than is at least 1h; --dry-run lists every file it would remove
 (stored bytes only by count).`,
