@@ -124,8 +124,12 @@ def main():
     bigs = any(t.endswith("+big") for t in set(by) | set(bad))
     bcol = " big / empty |" if bigs else ""
     vs = " ratio vs handoff |" if variants else ""
-    print("| tool | runs ok | median s | min s | max s | median cpu s | peak RSS MiB | ratio vs pruned rsync | ratio vs rclone |" + vs + bcol)
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if variants else "") + ("---|" if bigs else ""))
+    srv = defaultdict(list)
+    for r in rows:
+        if r["verified"] == "ok" and r.get("server_cpu_s"):
+            srv[r["tool"]].append(float(r["server_cpu_s"]))
+    print("| tool | runs ok | median s | min s | max s | median cpu s | median sshd cpu s | peak RSS MiB | ratio vs pruned rsync | ratio vs rclone |" + vs + bcol)
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|" if variants else "") + ("---|" if bigs else ""))
     for t in ORDER + sorted(set(by) - set(ORDER)):
         if t not in by and not bad[t]:
             continue
@@ -137,8 +141,9 @@ def main():
             vcol += f" {ratio(m, med.get(t.removesuffix('+big')))} |" if t.endswith("+big") else " – |"
         cs = f"{cpu[t]:.2f}" if t in cpu else "–"
         ms = f"{rss[t]:.0f}" if t in rss else "–"
-        print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {cs} | {ms} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |{vcol}"
-              if v else f"| {t} | 0{flag} | – | – | – | – | – | – | – |" + (" – |" if variants else "") + (" – |" if bigs else ""))
+        ss = f"{statistics.median(srv[t]):.2f}" if srv.get(t) else "–"
+        print(f"| {t} | {len(v)}{flag} | {m:.2f} | {min(v):.2f} | {max(v):.2f} | {cs} | {ss} | {ms} | {ratio(m, med.get('rsync-pruned'))} | {ratio(m, med.get('rclone'))} |{vcol}"
+              if v else f"| {t} | 0{flag} | – | – | – | – | – | – | – | – |" + (" – |" if variants else "") + (" – |" if bigs else ""))
     if variants:
         print("\nruns (s, in the order run): " + "; ".join(
             f"{t}: " + " ".join(r["seconds"] + ("" if r["verified"] == "ok" else "(bad)") for r in rows if r["tool"] == t)

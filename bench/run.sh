@@ -60,6 +60,11 @@
 # are unaffected. The ws column of runs.csv says which workspace a run
 # started from.
 #
+# Every run's server CPU is measured too: what the K hosts' sshd spent
+# on its sessions (the listeners' reaped children, /proc/PID/stat), in
+# the server_cpu_s column and the table's sshd cpu column; the client's
+# cpu column does not hold it, and on one machine both share the cores.
+#
 # Each handoff run's peak RSS is measured with GNU time (%M, in
 # rss-N.txt and the rss_mib column): the largest resident set of any
 # single process of the run, the sync or one of its workers (wait4
@@ -342,6 +347,21 @@ cpu_of() {
     printf "%.3f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$1"
 }
 
+# server_cpu prints the user + system seconds that the K hosts' sshd
+# listeners have reaped from their session processes so far (fields 16
+# and 17 of /proc/PID/stat, in clock ticks): the difference across a run
+# is what the servers spent on it, beside the client's cpu_of.
+TICKS=$(getconf CLK_TCK)
+server_cpu() {
+  local h pid sum=0 t
+  for h in $(seq 1 "$K"); do
+    pid=$(cat "/run/hbench-h$h.pid" 2>/dev/null) || continue
+    t=$(awk '{print $16 + $17}' "/proc/$pid/stat" 2>/dev/null) || continue
+    sum=$((sum + t))
+  done
+  awk -v t="$sum" -v hz="$TICKS" 'BEGIN{printf "%.3f", t / hz}'
+}
+
 # A sync on a canonical host starts with what the run before it left:
 # the hosts' walk hints (.handoff/walks, claim/speculate.go). Each handoff
 # variant keeps its own between repetitions, from an unmeasured warm-up
@@ -411,7 +431,7 @@ for tool in $TOOLS; do
 done
 
 CSV=$OUT/runs.csv
-echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s,rss_mib,ws" >"$CSV"
+echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s,rss_mib,ws,server_cpu_s" >"$CSV"
 read -r -a tools <<<"$TOOLS"
 nt=${#tools[@]}
 for rep in $(seq 1 "$N"); do
@@ -424,15 +444,17 @@ for rep in $(seq 1 "$N"); do
     sync
     before=$(wc -l <"$STATS")
     times >"$OUT/times-before"
+    srv0=$(server_cpu)
     t0=$(date +%s.%N)
     ok=1
     run_tool "$tool" "$rep" || ok=0
     t1=$(date +%s.%N)
     times >"$OUT/times-after"
+    sleep 0.3 # let the hosts' sshd reap their sessions and the proxy log the closed connections
+    srv=$(awk -v a="$srv0" -v b="$(server_cpu)" 'BEGIN{printf "%.2f", b-a}')
     is_handoff "$tool" && keep_walks "$tool"
     cpu=$(awk -v a="$(cpu_of "$OUT/times-before")" -v b="$(cpu_of "$OUT/times-after")" 'BEGIN{printf "%.2f", b-a}')
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
-    sleep 0.3 # let the proxy log the closed connections
     rtmed="" rtmax="" bmed="" rss=""
     if is_handoff "$tool"; then
       ptag=$rep; [ "$tool" = handoff ] || ptag=$tool-$rep
@@ -448,8 +470,8 @@ for rep in $(seq 1 "$N"); do
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
-    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" "$rss" "$(is_handoff "$tool" && ws_of "$tool")" >>"$CSV"
-    printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  %s%s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" "${rss:+  rss $rss MiB}" >&2
+    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" "$rss" "$(is_handoff "$tool" && ws_of "$tool")" "$srv" >>"$CSV"
+    printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  sshd cpu %6.2f s  %s%s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$srv" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" "${rss:+  rss $rss MiB}" >&2
   done
 done
 
