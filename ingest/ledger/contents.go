@@ -79,6 +79,7 @@ func (l *Ledger) DeleteContents(ctx context.Context, shas []string) (deleted []s
 	if err := tx.Commit(); err != nil {
 		return nil, 0, fmt.Errorf("ledger: delete contents: %w", err)
 	}
+	l.fresh.drop(deleted)
 	return deleted, size, nil
 }
 
@@ -170,6 +171,13 @@ func (s *Store) Has(sha string) (bool, error) {
 // spool.ErrCorrupt when they do not, fs.ErrNotExist (wrapped) when
 // neither the ledger nor the legacy spool holds them.
 func (s *Store) Get(sha string) ([]byte, error) {
+	if s.l != nil {
+		// Bytes this process just committed; anything that does not
+		// hash to sha is read from the table instead.
+		if data, ok := s.l.fresh.take(sha); ok && spool.Hash(data) == sha {
+			return data, nil
+		}
+	}
 	data, ok, err := s.lookup(sha)
 	if err != nil {
 		return nil, err

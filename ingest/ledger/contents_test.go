@@ -91,8 +91,13 @@ func TestStoreGetChecksTheHash(t *testing.T) {
 	if _, err := l.DB().Exec(`UPDATE contents SET data = ? WHERE sha256 = ?`, []byte("# Memory Handoff?"), sha); err != nil {
 		t.Fatal(err)
 	}
+	// The bytes this ledger committed are still held for the ingester
+	// (fresh.go); the table's own are read once they are taken.
 	st := l.Store(nil)
 	defer st.Close()
+	if got, err := st.Get(sha); err != nil || string(got) != string(data) {
+		t.Errorf("Get of the bytes just committed = %q, %v; want %q", got, err, data)
+	}
 	if _, err := st.Get(sha); !errors.Is(err, spool.ErrCorrupt) {
 		t.Errorf("Get of a damaged row: %v, want ErrCorrupt", err)
 	}
@@ -180,5 +185,72 @@ func TestDeleteContentsAndReadOnlyView(t *testing.T) {
 	}
 	if err := st.Put(map[string][]byte{spool.Hash(a): a}); err == nil {
 		t.Error("a view's store wrote")
+	}
+}
+
+// Invariant: the store never returns bytes that do not hash to what was
+// asked, whichever place holds them. The bytes a ledger's own commit
+// stored are given once from memory (fresh.go), and only after that
+// commit: a refused commit leaves nothing to take; damaged bytes in
+// memory are passed over for the table's; deleted contents are gone
+// from memory too.
+func TestStoreGetTakesFreshContents(t *testing.T) {
+	ctx := context.Background()
+	l := openTemp(t)
+	st := l.Store(nil)
+	defer st.Close()
+
+	good := []byte("# Memory Handoff\nfresh\n")
+	sha := spool.Hash(good)
+	bad := map[string][]byte{sha: good, spool.Hash([]byte("x")): []byte("y")}
+	if err := l.PutContents(ctx, bad); err == nil {
+		t.Fatal("PutContents stored bytes under another content's hash")
+	}
+	if _, err := st.Get(sha); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Get after a refused commit: %v, want fs.ErrNotExist", err)
+	}
+
+	mine := append([]byte(nil), good...)
+	if err := l.PutContents(ctx, map[string][]byte{sha: mine}); err != nil {
+		t.Fatal(err)
+	}
+	mine[0] = '!' // the caller's buffer changed after the commit
+	got, err := st.Get(sha)
+	if err != nil || string(got) != string(good) {
+		t.Fatalf("Get with damaged bytes in memory = %q, %v; want the table's %q", got, err, good)
+	}
+
+	other := []byte("# Memory Handoff\nother\n")
+	osha := spool.Hash(other)
+	if err := l.PutContents(ctx, map[string][]byte{osha: other}); err != nil {
+		t.Fatal(err)
+	}
+	if deleted, _, err := l.DeleteContents(ctx, []string{osha}); err != nil || len(deleted) != 1 {
+		t.Fatalf("DeleteContents: %v, %v", deleted, err)
+	}
+	if _, err := st.Get(osha); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Get of deleted contents: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// The memory held for the ingester is bounded: past freshMax, contents
+// are read from the table.
+func TestFreshContentsBounded(t *testing.T) {
+	var f freshContents
+	big := make([]byte, freshMax/2+1)
+	f.add(map[string][]byte{"a": big})
+	f.add(map[string][]byte{"b": big})
+	if _, ok := f.take("b"); ok {
+		t.Error("fresh kept more than freshMax bytes")
+	}
+	if _, ok := f.take("a"); !ok {
+		t.Error("fresh dropped contents that fit")
+	}
+	if f.bytes != 0 || len(f.m) != 0 {
+		t.Errorf("after taking everything: %d bytes, %d entries", f.bytes, len(f.m))
+	}
+	f.add(map[string][]byte{"b": big})
+	if _, ok := f.take("b"); !ok {
+		t.Error("fresh did not make room again after a take")
 	}
 }

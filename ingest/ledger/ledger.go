@@ -28,6 +28,9 @@ import (
 type Ledger struct {
 	db   *sql.DB
 	turn writeTurn // nil in a View, which never writes
+	// fresh holds contents this process committed until the ingester
+	// takes them (fresh.go).
+	fresh freshContents
 }
 
 var _ claim.Recorder = (*Ledger)(nil)
@@ -327,6 +330,9 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 			w.Added = 0
 		}
 		return err
+	}
+	for _, w := range ws {
+		l.fresh.add(w.Contents)
 	}
 	return nil
 }
