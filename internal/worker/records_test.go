@@ -155,3 +155,63 @@ func TestRecordsFrameBounded(t *testing.T) {
 		t.Fatalf("serveRecords after an oversized frame: %v, want a bound error", err)
 	}
 }
+
+// rawFrame is a frame as a hostile worker might make it: its JSON
+// length field says jsonLen, whatever the JSON's real length.
+func rawFrame(jsonLen uint32, js string, payload string) []byte {
+	body := binary.BigEndian.AppendUint32(nil, jsonLen)
+	body = append(append(body, js...), payload...)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+// Invariant: nothing a worker sends makes the run store bytes that its
+// message does not carry exactly. A store's contents must account for
+// its payload byte for byte: a content longer than what is left, bytes
+// no content names, a negative size, a JSON length past the frame, and
+// contents on a call that is not a store each end the connection with
+// an error, and nothing reaches the recorder.
+func TestRecordsConnectionHostileFrames(t *testing.T) {
+	store := func(contents string) string {
+		return `{"id":1,"op":"store","sources":[{"h":"aA==","n":"YS5tZA=="}],"contents":` + contents + `}`
+	}
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		want  string
+	}{
+		{"content past the payload", rawFrame(uint32(len(store(`[{"s":"x","n":5}]`))), store(`[{"s":"x","n":5}]`), "abc"), "left in the message"},
+		{"bytes no content names", rawFrame(uint32(len(store(`[{"s":"x","n":1}]`))), store(`[{"s":"x","n":1}]`), "abc"), "no content names"},
+		{"negative size", rawFrame(uint32(len(store(`[{"s":"x","n":-1}]`))), store(`[{"s":"x","n":-1}]`), "abc"), "left in the message"},
+		{"JSON length past the frame", rawFrame(1<<20, store(`[]`), ""), "claims"},
+		{"contents on an archive call", rawFrame(uint32(len(`{"id":1,"op":"archived"}`)), `{"id":1,"op":"archived"}`, "abc"), "bytes of contents"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runEnd, workerEnd := recordsPairT(t)
+			cap := &captureRecorder{}
+			served := make(chan error, 1)
+			go func() { served <- serveRecords(context.Background(), runEnd, cap) }()
+			if _, err := workerEnd.Write(tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			// A store is answered with its error; the others end the
+			// connection.
+			var rep recordReply
+			if _, err := readFrame(workerEnd, &rep); err == nil {
+				if !strings.Contains(rep.Error, tc.want) {
+					t.Fatalf("answer %+v, want an error with %q", rep, tc.want)
+				}
+				workerEnd.Close()
+				if err := <-served; err != nil {
+					t.Fatalf("serveRecords: %v", err)
+				}
+			} else if err := <-served; err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("serveRecords: %v, want an error with %q", err, tc.want)
+			}
+			cap.mu.Lock()
+			defer cap.mu.Unlock()
+			if len(cap.recorded) != 0 || len(cap.contents) != 0 || len(cap.archived) != 0 {
+				t.Fatalf("recorder got %d sources, %d contents, %d archived from a hostile frame", len(cap.recorded), len(cap.contents), len(cap.archived))
+			}
+		})
+	}
+}
