@@ -7,9 +7,10 @@ import (
 	"github.com/handoff-sync/handoff/receipts"
 )
 
-// migrationVersions indexes sources by where they came from, so that a
+// migrationVersions indexed sources by where they came from, so that a
 // handoff's earlier versions (the same host, inbox and file name) are
-// found without a scan.
+// found without a scan. Migration 9 drops it: the unique index on
+// (host, inbox, name, sha256) finds them as well.
 const migrationVersions = `CREATE INDEX sources_by_name ON sources (host, inbox, name, id);`
 
 // NameKey is where a handoff came from: a revision has the key of an
@@ -52,21 +53,14 @@ func (l *Ledger) Versions(ctx context.Context, keys []NameKey) (map[NameKey][]Ve
 	}
 	seen := map[NameKey]bool{}
 	var args []any
-	var vals []string
 	for _, k := range keys {
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		vals = append(vals, "(?, ?, ?)")
 		args = append(args, k.Host, k.Inbox, k.Name)
 	}
-	rows, err := l.db.QueryContext(ctx, `SELECT s.id, s.host, s.inbox, s.name, s.sha256, s.stored_at,
-			h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256,
-			COALESCE((SELECT d.decision FROM decisions d WHERE d.sha256 = s.sha256 AND d.state = 'done' ORDER BY d.id DESC LIMIT 1), '')
-		FROM sources s JOIN handoffs h ON h.sha256 = s.sha256
-		WHERE (s.host, s.inbox, s.name) IN (VALUES `+strings.Join(vals, ", ")+`)
-		ORDER BY s.id`, args...)
+	rows, err := l.db.QueryContext(ctx, versionsQuery(len(seen)), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -119,4 +113,14 @@ func (l *Ledger) Earlier(ctx context.Context, srcs []SourceRow) (map[int64]Versi
 // Versions is Ledger.Versions on a read-only view.
 func (v *View) Versions(ctx context.Context, keys []NameKey) (map[NameKey][]Version, error) {
 	return v.l.Versions(ctx, keys)
+}
+
+// versionsQuery asks for the versions of n keys, given as 3n arguments.
+func versionsQuery(n int) string {
+	return `SELECT s.id, s.host, s.inbox, s.name, s.sha256, s.stored_at,
+			h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256,
+			COALESCE((SELECT d.decision FROM decisions d WHERE d.sha256 = s.sha256 AND d.state = 'done' ORDER BY d.id DESC LIMIT 1), '')
+		FROM sources s JOIN handoffs h ON h.sha256 = s.sha256
+		WHERE (s.host, s.inbox, s.name) IN (VALUES ` + strings.Repeat("(?, ?, ?), ", n-1) + `(?, ?, ?))
+		ORDER BY s.id`
 }

@@ -1,0 +1,64 @@
+package ledger
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sourcesByNameMigration is the number of the migration that drops
+// sources_by_name.
+const sourcesByNameMigration = 9
+
+// A ledger that still has sources_by_name loses it on its next open, and
+// a handoff's versions are then found through the unique index on
+// (host, inbox, name, sha256), not by reading every source.
+func TestVersionsWithoutSourcesByName(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.db.Exec(migrationVersions); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.db.Exec(`PRAGMA user_version = ` + strconv.Itoa(sourcesByNameMigration-1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if l, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var n int
+	if err := l.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'sources_by_name'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("sources_by_name after the migration: %d, %v", n, err)
+	}
+
+	for _, keys := range []int{1, 3} {
+		args := make([]any, 0, 3*keys)
+		for i := range keys {
+			args = append(args, "h", "/in", strconv.Itoa(i)+".md")
+		}
+		rows, err := l.db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+versionsQuery(keys), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); !strings.Contains(p, "SEARCH s USING") || !strings.Contains(p, "INDEX sqlite_autoindex_sources_1 (host=? AND inbox=? AND name=?)") {
+			t.Errorf("versions of %d keys are read with %q, not through the unique index", keys, plan)
+		}
+	}
+}
