@@ -51,20 +51,7 @@ func TestOpenPlansUseTheirIndex(t *testing.T) {
 		`SELECT count(*) FROM plans WHERE state = 'planned'`,
 		`SELECT sha256 FROM plans WHERE state = 'planned'`,
 	} {
-		rows, err := l.db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, l, q)
 		if !strings.Contains(strings.Join(plan, "; "), "plans_open") {
 			t.Errorf("%s\nis answered by %q, not from the index of open plans", q, plan)
 		}

@@ -53,21 +53,8 @@ func TestUnarchived(t *testing.T) {
 	}
 	// It must not visit every source the host ever had: an inbox holds
 	// thousands of archived ones after a year of runs.
-	var plan []string
-	rows, err := l.db.Query(`EXPLAIN QUERY PLAN SELECT inbox, sha256, size, name, archived_as FROM sources
+	plan := queryPlan(t, l, `SELECT inbox, sha256, size, name, archived_as FROM sources
 		WHERE host = ? AND acked = 0 ORDER BY inbox, id`, "laptop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
 	if p := strings.Join(plan, "; "); !strings.Contains(p, "sources_unacked") || strings.Contains(p, "TEMP B-TREE") {
 		t.Errorf("query plan %q: want the partial index sources_unacked, no sort of its own", p)
 	}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"context"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ const sourcesByNameMigration = 9
 // a handoff's versions are then found through the unique index on
 // (host, inbox, name, sha256), not by reading every source.
 func TestVersionsWithoutSourcesByName(t *testing.T) {
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := Open(path)
 	if err != nil {
@@ -43,22 +41,32 @@ func TestVersionsWithoutSourcesByName(t *testing.T) {
 		for i := range keys {
 			args = append(args, "h", "/in", strconv.Itoa(i)+".md")
 		}
-		rows, err := l.db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+versionsQuery(keys), args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, l, versionsQuery(keys), args...)
 		if p := strings.Join(plan, "; "); !strings.Contains(p, "SEARCH s USING") || !strings.Contains(p, "INDEX sqlite_autoindex_sources_1 (host=? AND inbox=? AND name=?)") {
 			t.Errorf("versions of %d keys are read with %q, not through the unique index", keys, plan)
 		}
 	}
+}
+
+// queryPlan is SQLite's plan for q, a line a step.
+func queryPlan(t *testing.T, l *Ledger, q string, args ...any) []string {
+	t.Helper()
+	rows, err := l.db.Query(`EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
