@@ -40,10 +40,12 @@ bench-quick:
 # The full grid K x R x F x RTT as docs/BENCHMARKS.md reports it (3 runs a
 # cell, 1 at K=32 R=100 and for rclone where one run takes minutes: about
 # 80 minutes here; N=5 N_BIG=5 RCLONE_N=5 for hours more), then the ingester
-# alone (10,000 handoffs vs a naive applier).
+# alone (10,000 handoffs vs a naive applier), then the big-workspace
+# cells (bench-big, about 25 minutes more).
 bench-net:
 	KS="8 1 32" N=3 N_BIG=1 RCLONE_N=1 bench/grid.sh
 	bench/ingest.sh
+	$(MAKE) bench-big
 
 # The big-workspace cells (issue 34): the idle tick and the bulk cell at
 # K=8 R=100 RTT 100 ms, handoff from an empty workspace and from a big
