@@ -2,8 +2,6 @@ package ledger
 
 import (
 	"context"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,21 +61,7 @@ const openPlansMigration = 8
 
 // A ledger of the schema before it gets the index on its next open.
 func TestOpenPlansMigration(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.db.Exec(`DROP INDEX plans_open`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.db.Exec(`PRAGMA user_version = ` + strconv.Itoa(openPlansMigration-1)); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	if l, err = Open(path); err != nil {
-		t.Fatal(err)
-	}
+	l := openBefore(t, `DROP INDEX plans_open`, openPlansMigration)
 	defer l.Close()
 	var n, version int
 	if err := l.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'plans_open'`).Scan(&n); err != nil || n != 1 {

@@ -15,21 +15,7 @@ const sourcesByNameMigration = 9
 // a handoff's versions are then found through the unique index on
 // (host, inbox, name, sha256), not by reading every source.
 func TestVersionsWithoutSourcesByName(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	l, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.db.Exec(migrationVersions); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.db.Exec(`PRAGMA user_version = ` + strconv.Itoa(sourcesByNameMigration-1)); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	if l, err = Open(path); err != nil {
-		t.Fatal(err)
-	}
+	l := openBefore(t, migrationVersions, sourcesByNameMigration)
 	defer l.Close()
 	var n int
 	if err := l.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'sources_by_name'`).Scan(&n); err != nil || n != 0 {
@@ -46,6 +32,32 @@ func TestVersionsWithoutSourcesByName(t *testing.T) {
 			t.Errorf("versions of %d keys are read with %q, not through the unique index", keys, plan)
 		}
 	}
+}
+
+// openBefore makes a ledger as it was before migration number m: it opens
+// a new one, runs undo on it and sets its user_version to m-1, then
+// opens it again, which applies m and those after it.
+func openBefore(t *testing.T, undo string, m int) *Ledger {
+	t.Helper()
+	if m < 1 || m > len(migrations) {
+		t.Fatalf("openBefore: no migration %d (there are %d)", m, len(migrations))
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.db.Exec(undo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.db.Exec(`PRAGMA user_version = ` + strconv.Itoa(m-1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if l, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // queryPlan is SQLite's plan for q, a line a step.
