@@ -16,22 +16,34 @@ import (
 // made durable by the same commit that records its sources (one fsync of
 // the write-ahead log a batch, not a file, a rename and an fsync a
 // handoff). Earlier versions kept them as .handoff/spool/<sha256>.md;
-// those files are still read (Store).
+// those files are still read (Store). Migration 10 keys it by the
+// content's number (shas.go).
 const migrationContents = `CREATE TABLE contents (
 	sha256 TEXT PRIMARY KEY,
 	data   BLOB NOT NULL
 );`
 
-// putContents inserts contents not stored yet; one already stored is left
-// as it is (a content is never rewritten). A content whose bytes do not
-// hash to its key is refused, so a key always names its bytes.
-func putContents(ctx context.Context, tx *writeTx, contents map[string][]byte, stmt **sql.Stmt) error {
+// contentStmts store contents in one write transaction, prepared on
+// first use.
+type contentStmts struct {
+	add, insert *sql.Stmt
+}
+
+// put inserts contents not stored yet, each under its number (shas.go);
+// one already stored is left as it is (a content is never rewritten). A
+// content whose bytes do not hash to its key is refused, so a key always
+// names its bytes.
+func (c *contentStmts) put(ctx context.Context, tx *writeTx, contents map[string][]byte) error {
 	if len(contents) == 0 {
 		return nil
 	}
-	if *stmt == nil {
+	if c.insert == nil {
 		var err error
-		if *stmt, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO contents (sha256, data) VALUES (?, ?)`); err != nil {
+		if c.add, err = tx.PrepareContext(ctx, addSHA); err != nil {
+			return err
+		}
+		if c.insert, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO contents (id, sha256, data)
+			SELECT id, sha256, ? FROM shas WHERE sha256 = ?`); err != nil {
 			return err
 		}
 	}
@@ -39,11 +51,22 @@ func putContents(ctx context.Context, tx *writeTx, contents map[string][]byte, s
 		if spool.Hash(data) != sha {
 			return fmt.Errorf("ledger: content %s: its bytes hash to %s", sha, spool.Hash(data))
 		}
-		if _, err := (*stmt).ExecContext(ctx, sha, data); err != nil {
+		if _, err := c.add.ExecContext(ctx, sha); err != nil {
+			return err
+		}
+		if _, err := c.insert.ExecContext(ctx, data, sha); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func (c *contentStmts) close() {
+	for _, st := range []*sql.Stmt{c.add, c.insert} {
+		if st != nil {
+			st.Close()
+		}
+	}
 }
 
 // PutContents stores contents in one transaction; see putContents.
@@ -66,7 +89,7 @@ func (l *Ledger) DeleteContents(ctx context.Context, shas []string) (deleted []s
 	defer tx.Rollback()
 	for _, sha := range shas {
 		var z int64
-		err := tx.QueryRowContext(ctx, `DELETE FROM contents WHERE sha256 = ? RETURNING length(data)`, sha).Scan(&z)
+		err := tx.QueryRowContext(ctx, `DELETE FROM contents WHERE id = `+shaID+` RETURNING length(data)`, sha).Scan(&z)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -89,7 +112,7 @@ func (l *Ledger) ContentSizes(ctx context.Context, shas []string) (map[string]in
 	out := make(map[string]int64, len(shas))
 	for _, sha := range shas {
 		var z int64
-		err := l.db.QueryRowContext(ctx, `SELECT length(data) FROM contents WHERE sha256 = ?`, sha).Scan(&z)
+		err := l.db.QueryRowContext(ctx, `SELECT length(data) FROM contents WHERE id = `+shaID, sha).Scan(&z)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -129,7 +152,7 @@ func (v *View) Store(legacy *spool.Dir) *Store {
 
 func (s *Store) stmt() (*sql.Stmt, error) {
 	s.once.Do(func() {
-		s.get, s.err = s.db.Prepare(`SELECT data FROM contents WHERE sha256 = ?`)
+		s.get, s.err = s.db.Prepare(`SELECT data FROM contents WHERE id = ` + shaID)
 	})
 	return s.get, s.err
 }
@@ -158,7 +181,7 @@ func (s *Store) lookup(sha string) ([]byte, bool, error) {
 // spool.
 func (s *Store) Has(sha string) (bool, error) {
 	var ok bool
-	if err := s.db.QueryRow(`SELECT EXISTS (SELECT 1 FROM contents WHERE sha256 = ?)`, sha).Scan(&ok); err != nil {
+	if err := s.db.QueryRow(`SELECT EXISTS (SELECT 1 FROM contents WHERE id = `+shaID+`)`, sha).Scan(&ok); err != nil {
 		return false, fmt.Errorf("ledger: content %s: %w", sha, err)
 	}
 	if ok || s.legacy == nil {

@@ -125,9 +125,12 @@ func (l *Ledger) StartDecision(ctx context.Context, d *Decision, p *Plan, edited
 	}
 	at := now()
 	if edited != nil {
+		if _, err := tx.ExecContext(ctx, addSHA, edited.SHA256); err != nil {
+			return fmt.Errorf("ledger: record the edited handoff: %w", err)
+		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO sources
-			(sha256, size, host, inbox, name, archived_as, acked, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, '', 1, ?, ?)`,
-			edited.SHA256, edited.Size, edited.Host, edited.Inbox, edited.Name, at, d.RunID)
+			(sha256, sha_id, size, host, inbox, name, archived_as, acked, stored_at, stored_run) VALUES (?, `+shaID+`, ?, ?, ?, ?, '', 1, ?, ?)`,
+			edited.SHA256, edited.SHA256, edited.Size, edited.Host, edited.Inbox, edited.Name, at, d.RunID)
 		if err != nil {
 			return fmt.Errorf("ledger: record the edited handoff: %w", err)
 		}
@@ -142,15 +145,15 @@ func (l *Ledger) StartDecision(ctx context.Context, d *Decision, p *Plan, edited
 	d.State = DecisionDone
 	if p != nil {
 		err := tx.QueryRowContext(ctx, `INSERT INTO plans
-			(sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (sha256) DO UPDATE SET source_id = excluded.source_id, kind = excluded.kind, action = excluded.action,
+			(sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+			VALUES (`+shaID+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (sha_id) DO UPDATE SET source_id = excluded.source_id, kind = excluded.kind, action = excluded.action,
 				target = excluded.target, before_sha256 = excluded.before_sha256, after_sha256 = excluded.after_sha256,
 				content = excluded.content, backup = '', replans = plans.replans + 1, state = excluded.state,
 				run_id = excluded.run_id, created_at = excluded.created_at
 			WHERE plans.state = ?
 			RETURNING id, replans`,
-			p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, d.RunID, at, planAbandoned).
+			p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, d.RunID, at, planAbandoned).
 			Scan(&p.ID, &p.Replans)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("ledger: a plan for %.12s is open or done: %w", p.SHA256, ErrDecided)
@@ -191,7 +194,7 @@ func (l *Ledger) StartDecision(ctx context.Context, d *Decision, p *Plan, edited
 // waiting checks, in tx, that the handoff sha waits for a person.
 func waiting(ctx context.Context, tx *sql.Tx, sha string) error {
 	var result string
-	err := tx.QueryRowContext(ctx, `SELECT result FROM handoffs WHERE sha256 = ?`, sha).Scan(&result)
+	err := tx.QueryRowContext(ctx, `SELECT result FROM handoffs WHERE id = `+shaID, sha).Scan(&result)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("ledger: no handoff %.12s: %w", sha, ErrDecided)
 	}
@@ -250,14 +253,13 @@ func finishDecided(ctx context.Context, tx *sql.Tx, decision int64, f Finished, 
 		return err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE handoffs SET result = ?, reason = ?, action = ?, target = ?, before_sha256 = ?, after_sha256 = ?
-		WHERE sha256 = ?`, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, f.Src.SHA256)
+		WHERE id = `+shaID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, f.Src.SHA256)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO handoffs
-			(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, f.Src.SHA256, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at); err != nil {
+		res, err := tx.ExecContext(ctx, insertHandoff, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at, f.Src.SHA256)
+		if err := one(res, err, "result of", f.Src.SHA256); err != nil {
 			return err
 		}
 	}
@@ -382,7 +384,7 @@ func (l *Ledger) ReviewItems(ctx context.Context, all bool) ([]ReviewItem, error
 // stored source holds it.
 func (l *Ledger) HasContent(ctx context.Context, sha string) (bool, error) {
 	var n int
-	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM sources WHERE sha256 = ?`, sha).Scan(&n)
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM sources WHERE sha_id = `+shaID, sha).Scan(&n)
 	return n > 0, err
 }
 

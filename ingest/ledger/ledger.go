@@ -134,6 +134,8 @@ var migrations = []string{
 	// handoffs the two are 16,000 pages that a run's inserts touch at
 	// random (issue 34).
 	`DROP INDEX IF EXISTS sources_by_name;`,
+	// 10: contents numbered, and keyed by number (shas.go).
+	migrationSHAs,
 }
 
 // Plan states.
@@ -252,6 +254,13 @@ func (l *Ledger) IntegrityCheck(ctx context.Context) error {
 	if res != "ok" {
 		return fmt.Errorf("ledger: integrity check: %s", res)
 	}
+	var n int
+	if err := l.db.QueryRowContext(ctx, shaConsistency).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("ledger: integrity check: %d rows name a content other than their number's", n)
+	}
 	return nil
 }
 
@@ -298,27 +307,31 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 	defer tx.Rollback()
 	// Prepared once a transaction: a batch is up to 256 sources, and
 	// parsing the statement for each was most of the cost.
-	var record, archived, content *sql.Stmt
-	defer func() {
-		if content != nil {
-			content.Close()
-		}
-	}()
+	var record, archived, add *sql.Stmt
+	var content contentStmts
+	defer content.close()
 	at := now()
 	for _, w := range ws {
 		w.Added = 0
-		if err := putContents(ctx, tx, w.Contents, &content); err != nil {
+		if err := content.put(ctx, tx, w.Contents); err != nil {
 			return err
 		}
 		if len(w.Record) > 0 && record == nil {
+			if add, err = tx.PrepareContext(ctx, addSHA); err != nil {
+				return err
+			}
+			defer add.Close()
 			if record, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO sources
-				(sha256, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+				(sha256, sha_id, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, `+shaID+`, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 				return err
 			}
 			defer record.Close()
 		}
 		for _, s := range w.Record {
-			res, err := record.ExecContext(ctx, s.SHA256, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
+			if _, err := add.ExecContext(ctx, s.SHA256); err != nil {
+				return err
+			}
+			res, err := record.ExecContext(ctx, s.SHA256, s.SHA256, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
 			if err != nil {
 				return err
 			}
@@ -430,7 +443,7 @@ func (l *Ledger) KnownHandoffs(ctx context.Context, shas []string) (map[string]b
 	for i, s := range shas {
 		args[i] = s
 	}
-	q := `SELECT sha256 FROM handoffs WHERE sha256 IN (?` + strings.Repeat(", ?", len(shas)-1) + `)`
+	q := `SELECT s.sha256 FROM shas s JOIN handoffs h ON h.id = s.id WHERE s.sha256 IN (?` + strings.Repeat(", ?", len(shas)-1) + `)`
 	rows, err := l.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -509,14 +522,13 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		}
 		if o.OwnResult() && !mine {
 			if hoStmt == nil {
-				if hoStmt, err = tx.PrepareContext(ctx, `INSERT INTO handoffs
-					(sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+				if hoStmt, err = tx.PrepareContext(ctx, insertHandoff); err != nil {
 					return err
 				}
 				defer hoStmt.Close()
 			}
-			if _, err := hoStmt.ExecContext(ctx, f.Src.SHA256, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at); err != nil {
+			res, err := hoStmt.ExecContext(ctx, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at, f.Src.SHA256)
+			if err := one(res, err, "result of", f.Src.SHA256); err != nil {
 				return err
 			}
 		}
@@ -563,15 +575,15 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 	}
 	defer tx.Rollback()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO plans
-		(sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		(sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+		VALUES (`+shaID+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	at := now()
 	for _, p := range ps {
-		res, err := stmt.ExecContext(ctx, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
+		res, err := stmt.ExecContext(ctx, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
 		if err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ const openPlansMigration = 8
 
 // A ledger of the schema before it gets the index on its next open.
 func TestOpenPlansMigration(t *testing.T) {
-	l := openBefore(t, `DROP INDEX plans_open`, openPlansMigration)
+	l := openBefore(t, openPlansMigration)
 	defer l.Close()
 	var n, version int
 	if err := l.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'plans_open'`).Scan(&n); err != nil || n != 1 {

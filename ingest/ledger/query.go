@@ -314,9 +314,9 @@ func nameConds(q string) (string, []any) {
 func (v *View) FindSources(ctx context.Context, q string) ([]SourceRecord, error) {
 	where, args := nameConds(q)
 	if IsSHAPrefix(q) {
-		// A range on the indexed column: every hash with this prefix.
+		// A range on shas's index: every hash with this prefix.
 		lo := strings.ToLower(q)
-		where += " OR (t.sha256 >= ? AND t.sha256 < ?)"
+		where += " OR t.sha_id IN (SELECT id FROM shas WHERE sha256 >= ? AND sha256 < ?)"
 		args = append(args, lo, lo+"g")
 	}
 	return v.findSources(ctx, where, args)
@@ -331,7 +331,7 @@ func (v *View) findSources(ctx context.Context, where string, args []any) ([]Sou
 			h.source_id, h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256, h.run_id, h.ingested_at,
 			a.host, a.inbox, a.name, a.archived_as
 		FROM sources t
-		LEFT JOIN handoffs h ON h.sha256 = t.sha256
+		LEFT JOIN handoffs h ON h.id = t.sha_id
 		LEFT JOIN sources a ON a.id = h.source_id
 		WHERE `+where+`
 		ORDER BY t.stored_at, t.id`, args...)

@@ -151,7 +151,7 @@ func (l *Ledger) RepoSources(ctx context.Context, since time.Time, limit int) ([
 			COALESCE(th.continues, '')
 		FROM sources t
 		JOIN inbox_repos r ON r.host = t.host AND r.inbox = t.inbox
-		LEFT JOIN handoffs h ON h.sha256 = t.sha256
+		LEFT JOIN handoffs h ON h.id = t.sha_id
 		LEFT JOIN threads th ON th.sha256 = t.sha256
 		WHERE t.result != ?
 		ORDER BY t.id DESC

@@ -120,7 +120,7 @@ func versionsQuery(n int) string {
 	return `SELECT s.id, s.host, s.inbox, s.name, s.sha256, s.stored_at,
 			h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256,
 			COALESCE((SELECT d.decision FROM decisions d WHERE d.sha256 = s.sha256 AND d.state = 'done' ORDER BY d.id DESC LIMIT 1), '')
-		FROM sources s JOIN handoffs h ON h.sha256 = s.sha256
+		FROM sources s JOIN handoffs h ON h.id = s.sha_id
 		WHERE (s.host, s.inbox, s.name) IN (VALUES ` + strings.Repeat("(?, ?, ?), ", n-1) + `(?, ?, ?))
 		ORDER BY s.id`
 }

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"database/sql"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,7 +16,7 @@ const sourcesByNameMigration = 9
 // a handoff's versions are then found through the unique index on
 // (host, inbox, name, sha256), not by reading every source.
 func TestVersionsWithoutSourcesByName(t *testing.T) {
-	l := openBefore(t, migrationVersions, sourcesByNameMigration)
+	l := openBefore(t, sourcesByNameMigration)
 	defer l.Close()
 	var n int
 	if err := l.db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'sources_by_name'`).Scan(&n); err != nil || n != 0 {
@@ -34,30 +35,43 @@ func TestVersionsWithoutSourcesByName(t *testing.T) {
 	}
 }
 
-// openBefore makes a ledger as it was before migration number m: it opens
-// a new one, runs undo on it and sets its user_version to m-1, then
-// opens it again, which applies m and those after it.
-func openBefore(t *testing.T, undo string, m int) *Ledger {
+// openBefore makes a ledger as a handoff before migration number m left
+// it (ledgerAt m-1), then opens it, which applies m and those after it.
+func openBefore(t *testing.T, m int) *Ledger {
 	t.Helper()
-	if m < 1 || m > len(migrations) {
-		t.Fatalf("openBefore: no migration %d (there are %d)", m, len(migrations))
+	path, db := ledgerAt(t, m-1)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "ledger.db")
 	l, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.db.Exec(undo); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.db.Exec(`PRAGMA user_version = ` + strconv.Itoa(m-1)); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	if l, err = Open(path); err != nil {
-		t.Fatal(err)
-	}
 	return l
+}
+
+// ledgerAt makes a ledger with migrations 1 to n applied and returns its
+// path and the database, open, for a test to fill as that version would.
+func ledgerAt(t *testing.T, n int) (string, *sql.DB) {
+	t.Helper()
+	if n < 0 || n >= len(migrations) {
+		t.Fatalf("ledgerAt: no version %d before the last (%d)", n, len(migrations))
+	}
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	for i, q := range migrations[:n] {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("migration %d: %v", i+1, err)
+		}
+	}
+	if _, err := db.Exec(`PRAGMA user_version = ` + strconv.Itoa(n)); err != nil {
+		t.Fatal(err)
+	}
+	return path, db
 }
 
 // queryPlan is SQLite's plan for q, a line a step.

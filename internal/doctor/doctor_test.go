@@ -346,8 +346,12 @@ func TestDoctorLockAndPlans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO plans (sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		VALUES (?, 1, 'document', 'no-card', 'TOOLS.md', '', ?, x'00', 'planned', 'crashed-run', '2026-01-01T00:00:00Z')`, testenv.Sum("x"), testenv.Sum("y")); err != nil {
+	if _, err := db.Exec(`INSERT INTO shas (sha256) VALUES (?)`, testenv.Sum("x")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO plans (sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+		SELECT id, sha256, 1, 'document', 'no-card', 'TOOLS.md', '', ?, x'00', 'planned', 'crashed-run', '2026-01-01T00:00:00Z'
+		FROM shas WHERE sha256 = ?`, testenv.Sum("y"), testenv.Sum("x")); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -662,8 +666,8 @@ func TestDoctorWaitingAndStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO sources (sha256, size, host, inbox, name, stored_at, stored_run, result)
-		SELECT sha256, size, 'away', inbox, name, stored_at, stored_run, result FROM sources`); err != nil {
+	if _, err := db.Exec(`INSERT INTO sources (sha256, sha_id, size, host, inbox, name, stored_at, stored_run, result)
+		SELECT sha256, sha_id, size, 'away', inbox, name, stored_at, stored_run, result FROM sources`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -161,8 +161,8 @@ func testPruneSpool(t *testing.T, f *spoolFixture) {
 	f.source("dup", "vps", "h.md", receipts.ResultDuplicate, young)
 	// Finished long ago but a plan for it is still open (a crashed run).
 	f.source("open-plan", "laptop", "i.md", receipts.ResultPromoted, old)
-	if _, err := f.led.DB().Exec(`INSERT INTO plans (sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		SELECT sha256, id, 'card', 'create-card', 'memory/cards/x.md', '', '', x'', 'planned', 'run-1', '' FROM sources WHERE name = 'i.md'`); err != nil {
+	if _, err := f.led.DB().Exec(`INSERT INTO plans (sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+		SELECT sha_id, sha256, id, 'card', 'create-card', 'memory/cards/x.md', '', '', x'', 'planned', 'run-1', '' FROM sources WHERE name = 'i.md'`); err != nil {
 		t.Fatal(err)
 	}
 	gone := []string{"promoted-old", "routed-old"}

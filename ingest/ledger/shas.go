@@ -1,0 +1,127 @@
+package ledger
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// migrationSHAs is migration 10: every content the ledger knows gets a
+// number, in the order it was first seen, and the tables that hold at
+// most one row a content (contents, handoffs, plans) and the sources'
+// index by content are keyed by that number instead of by the SHA-256.
+//
+// A SHA-256 is random, so each index keyed by one took every new handoff
+// at a random page: five such indexes made a run dirty, log and
+// checkpoint five random pages a handoff, and in a workspace of 200,000
+// handoffs that made a bulk run's ledger work 3.4 times that of an empty
+// workspace (issue 34). Numbers grow, so the new keys go to the end of
+// their b-trees; shas's index on the SHA-256 is the one random insert a
+// new content costs. docs/design.md, "The ledger as the memory grows".
+//
+// Each of those tables keeps its sha256 column, always its number's
+// SHA-256 (IntegrityCheck proves it), so what is read by hash reads the
+// same; only lookups by hash go through shas.
+const migrationSHAs = `CREATE TABLE shas (
+		id     INTEGER PRIMARY KEY,
+		sha256 TEXT NOT NULL UNIQUE
+	);
+	INSERT OR IGNORE INTO shas (sha256) SELECT sha256 FROM sources ORDER BY id;
+	INSERT OR IGNORE INTO shas (sha256) SELECT sha256 FROM contents ORDER BY rowid;
+	INSERT OR IGNORE INTO shas (sha256) SELECT sha256 FROM handoffs ORDER BY rowid;
+	INSERT OR IGNORE INTO shas (sha256) SELECT sha256 FROM plans ORDER BY id;
+
+	ALTER TABLE sources ADD COLUMN sha_id INTEGER NOT NULL DEFAULT 0;
+	UPDATE sources SET sha_id = (SELECT id FROM shas WHERE shas.sha256 = sources.sha256);
+	DROP INDEX sources_sha;
+	CREATE INDEX sources_sha_id ON sources (sha_id);
+
+	CREATE TABLE contents_v10 (
+		id     INTEGER PRIMARY KEY,
+		sha256 TEXT NOT NULL,
+		data   BLOB NOT NULL
+	);
+	INSERT INTO contents_v10 (id, sha256, data)
+		SELECT s.id, c.sha256, c.data FROM contents c JOIN shas s ON s.sha256 = c.sha256 ORDER BY s.id;
+	DROP TABLE contents;
+	ALTER TABLE contents_v10 RENAME TO contents;
+
+	CREATE TABLE handoffs_v10 (
+		id            INTEGER PRIMARY KEY,
+		sha256        TEXT NOT NULL,
+		source_id     INTEGER NOT NULL REFERENCES sources (id),
+		result        TEXT NOT NULL,
+		reason        TEXT NOT NULL DEFAULT '',
+		action        TEXT NOT NULL DEFAULT '',
+		target        TEXT NOT NULL DEFAULT '',
+		before_sha256 TEXT NOT NULL DEFAULT '',
+		after_sha256  TEXT NOT NULL DEFAULT '',
+		run_id        TEXT NOT NULL,
+		ingested_at   TEXT NOT NULL
+	);
+	INSERT INTO handoffs_v10 (id, sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
+		SELECT s.id, h.sha256, h.source_id, h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256, h.run_id, h.ingested_at
+		FROM handoffs h JOIN shas s ON s.sha256 = h.sha256 ORDER BY s.id;
+	DROP TABLE handoffs;
+	ALTER TABLE handoffs_v10 RENAME TO handoffs;
+
+	CREATE TABLE plans_v10 (
+		id            INTEGER PRIMARY KEY,
+		sha_id        INTEGER NOT NULL UNIQUE,
+		sha256        TEXT NOT NULL,
+		source_id     INTEGER NOT NULL REFERENCES sources (id),
+		kind          TEXT NOT NULL,
+		action        TEXT NOT NULL,
+		target        TEXT NOT NULL,
+		before_sha256 TEXT NOT NULL,
+		after_sha256  TEXT NOT NULL,
+		content       BLOB NOT NULL,
+		backup        TEXT NOT NULL DEFAULT '',
+		replans       INTEGER NOT NULL DEFAULT 0,
+		state         TEXT NOT NULL,
+		run_id        TEXT NOT NULL,
+		created_at    TEXT NOT NULL
+	);
+	INSERT INTO plans_v10 (id, sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, backup, replans, state, run_id, created_at)
+		SELECT p.id, s.id, p.sha256, p.source_id, p.kind, p.action, p.target, p.before_sha256, p.after_sha256, p.content, p.backup, p.replans, p.state, p.run_id, p.created_at
+		FROM plans p JOIN shas s ON s.sha256 = p.sha256 ORDER BY p.id;
+	DROP TABLE plans;
+	ALTER TABLE plans_v10 RENAME TO plans;
+	CREATE INDEX plans_open ON plans (id) WHERE state = 'planned';`
+
+// shaID is the subquery that gives a content's number; bind its SHA-256.
+const shaID = `(SELECT id FROM shas WHERE sha256 = ?)`
+
+// addSHA numbers a content the ledger has not seen; one it has keeps its
+// number. Every statement that records a content by its number runs it
+// first, in the same transaction.
+const addSHA = `INSERT OR IGNORE INTO shas (sha256) VALUES (?)`
+
+// insertHandoff records a content's result under its number, taken from
+// shas in the same statement: it inserts nothing when shas has no such
+// content, which recordHandoff turns into an error, rather than letting
+// SQLite number the row itself.
+const insertHandoff = `INSERT INTO handoffs
+	(id, sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
+	SELECT id, sha256, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM shas WHERE sha256 = ?`
+
+// one fails unless a statement that must write one row did.
+func one(res sql.Result, err error, what, sha string) error {
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return fmt.Errorf("ledger: %s %.12s: the content has no number in shas", what, sha)
+	}
+	return nil
+}
+
+// shaConsistency counts rows whose sha256 is not the SHA-256 their
+// number names in shas, and sources without a number: IntegrityCheck
+// wants none.
+const shaConsistency = `SELECT
+	(SELECT count(*) FROM sources t LEFT JOIN shas s ON s.id = t.sha_id WHERE s.sha256 IS NOT t.sha256) +
+	(SELECT count(*) FROM contents t LEFT JOIN shas s ON s.id = t.id WHERE s.sha256 IS NOT t.sha256) +
+	(SELECT count(*) FROM handoffs t LEFT JOIN shas s ON s.id = t.id WHERE s.sha256 IS NOT t.sha256) +
+	(SELECT count(*) FROM plans t LEFT JOIN shas s ON s.id = t.sha_id WHERE s.sha256 IS NOT t.sha256)`
