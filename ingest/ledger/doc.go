@@ -8,6 +8,10 @@
 //   - A committed transaction survives power loss; a source is recorded
 //     before its remote copy may be archived, and a content's first result
 //     is kept by hash, so a later copy is a duplicate, never applied twice.
+//   - A content has one number (shas.go), given the first time it is
+//     seen; its bytes, its result and its plan are keyed by that number,
+//     at most one of each, and every row's sha256 is its number's
+//     (IntegrityCheck checks it).
 //   - A process's writers take turns (writeTurn) and are let in as soon
 //     as the one before is done; each write waits within a bounded time.
 //     Another process's writers are kept out by SQLite's lock. During a
