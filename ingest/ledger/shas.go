@@ -20,7 +20,9 @@ import (
 //
 // Each of those tables keeps its sha256 column, always its number's
 // SHA-256 (IntegrityCheck proves it), so what is read by hash reads the
-// same; only lookups by hash go through shas.
+// same; only lookups by hash go through shas. SQLite cannot change a
+// table's key in place, so the rebuilt tables restate migration 1's
+// columns: a migration is frozen text, never built from the other.
 const migrationSHAs = `CREATE TABLE shas (
 		id     INTEGER PRIMARY KEY,
 		sha256 TEXT NOT NULL UNIQUE
