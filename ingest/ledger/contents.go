@@ -23,27 +23,17 @@ const migrationContents = `CREATE TABLE contents (
 	data   BLOB NOT NULL
 );`
 
-// contentStmts store contents in one write transaction, prepared on
-// first use.
-type contentStmts struct {
-	add, insert *sql.Stmt
-}
-
-// put inserts contents not stored yet, each under its number (shas.go);
-// one already stored is left as it is (a content is never rewritten). A
-// content whose bytes do not hash to its key is refused, so a key always
-// names its bytes.
-func (c *contentStmts) put(ctx context.Context, tx *writeTx, contents map[string][]byte) error {
+// putContents inserts contents not stored yet, each under its number
+// (shas.go); one already stored is left as it is (a content is never
+// rewritten). A content whose bytes do not hash to its key is refused, so
+// a key always names its bytes. stmt is prepared on first use.
+func putContents(ctx context.Context, tx *writeTx, nums *numbers, stmt **sql.Stmt, contents map[string][]byte) error {
 	if len(contents) == 0 {
 		return nil
 	}
-	if c.insert == nil {
+	if *stmt == nil {
 		var err error
-		if c.add, err = tx.PrepareContext(ctx, addSHA); err != nil {
-			return err
-		}
-		if c.insert, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO contents (id, sha256, data)
-			SELECT id, sha256, ? FROM shas WHERE sha256 = ?`); err != nil {
+		if *stmt, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO contents (id, sha256, data) VALUES (?, ?, ?)`); err != nil {
 			return err
 		}
 	}
@@ -51,22 +41,18 @@ func (c *contentStmts) put(ctx context.Context, tx *writeTx, contents map[string
 		if spool.Hash(data) != sha {
 			return fmt.Errorf("ledger: content %s: its bytes hash to %s", sha, spool.Hash(data))
 		}
-		if _, err := c.add.ExecContext(ctx, sha); err != nil {
+		id, err := nums.of(ctx, tx, sha)
+		if err != nil {
 			return err
 		}
-		if _, err := c.insert.ExecContext(ctx, data, sha); err != nil {
+		if data == nil {
+			data = []byte{} // an empty blob, not NULL, which OR IGNORE would skip
+		}
+		if _, err := (*stmt).ExecContext(ctx, id, sha, data); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (c *contentStmts) close() {
-	for _, st := range []*sql.Stmt{c.add, c.insert} {
-		if st != nil {
-			st.Close()
-		}
-	}
 }
 
 // PutContents stores contents in one transaction; see putContents.

@@ -307,31 +307,33 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 	defer tx.Rollback()
 	// Prepared once a transaction: a batch is up to 256 sources, and
 	// parsing the statement for each was most of the cost.
-	var record, archived, add *sql.Stmt
-	var content contentStmts
-	defer content.close()
+	var record, archived, content *sql.Stmt
+	var nums numbers
+	defer nums.close()
+	defer func() {
+		if content != nil {
+			content.Close()
+		}
+	}()
 	at := now()
 	for _, w := range ws {
 		w.Added = 0
-		if err := content.put(ctx, tx, w.Contents); err != nil {
+		if err := putContents(ctx, tx, &nums, &content, w.Contents); err != nil {
 			return err
 		}
 		if len(w.Record) > 0 && record == nil {
-			if add, err = tx.PrepareContext(ctx, addSHA); err != nil {
-				return err
-			}
-			defer add.Close()
 			if record, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO sources
-				(sha256, sha_id, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, `+shaID+`, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+				(sha256, sha_id, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 				return err
 			}
 			defer record.Close()
 		}
 		for _, s := range w.Record {
-			if _, err := add.ExecContext(ctx, s.SHA256); err != nil {
+			id, err := nums.of(ctx, tx, s.SHA256)
+			if err != nil {
 				return err
 			}
-			res, err := record.ExecContext(ctx, s.SHA256, s.SHA256, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
+			res, err := record.ExecContext(ctx, s.SHA256, id, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -94,9 +96,53 @@ const migrationSHAs = `CREATE TABLE shas (
 const shaID = `(SELECT id FROM shas WHERE sha256 = ?)`
 
 // addSHA numbers a content the ledger has not seen; one it has keeps its
-// number. Every statement that records a content by its number runs it
-// first, in the same transaction.
+// number.
 const addSHA = `INSERT OR IGNORE INTO shas (sha256) VALUES (?)`
+
+// numbers gives contents their numbers within one write transaction,
+// with statements prepared on first use. Statements that could let a
+// missing number pass silently (INSERT OR IGNORE skips a row whose NOT
+// NULL column is NULL) take the number from here, where it is an error.
+type numbers struct {
+	add, get *sql.Stmt
+	ids      map[string]int64 // given in this transaction
+}
+
+// of returns sha's number, numbering it first if the ledger has not seen
+// it.
+func (n *numbers) of(ctx context.Context, tx *writeTx, sha string) (int64, error) {
+	if id, ok := n.ids[sha]; ok {
+		return id, nil
+	}
+	if n.get == nil {
+		var err error
+		if n.add, err = tx.PrepareContext(ctx, `INSERT INTO shas (sha256) VALUES (?) ON CONFLICT (sha256) DO NOTHING RETURNING id`); err != nil {
+			return 0, err
+		}
+		if n.get, err = tx.PrepareContext(ctx, `SELECT id FROM shas WHERE sha256 = ?`); err != nil {
+			return 0, err
+		}
+		n.ids = map[string]int64{}
+	}
+	var id int64
+	err := n.add.QueryRowContext(ctx, sha).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) { // numbered before
+		err = n.get.QueryRowContext(ctx, sha).Scan(&id)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("ledger: number of %.12s: %w", sha, err)
+	}
+	n.ids[sha] = id
+	return id, nil
+}
+
+func (n *numbers) close() {
+	for _, st := range []*sql.Stmt{n.add, n.get} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
 
 // insertHandoff records a content's result under its number, taken from
 // shas in the same statement: it inserts nothing when shas has no such
