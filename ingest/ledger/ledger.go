@@ -259,7 +259,7 @@ func (l *Ledger) IntegrityCheck(ctx context.Context) error {
 		return err
 	}
 	if n > 0 {
-		return fmt.Errorf("ledger: integrity check: %d rows name a content other than their number's", n)
+		return fmt.Errorf("ledger: integrity check: %d %w", n, ErrNumbersDisagree)
 	}
 	return nil
 }

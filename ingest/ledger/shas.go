@@ -165,6 +165,11 @@ func one(res sql.Result, err error, what, sha string) error {
 	return nil
 }
 
+// ErrNumbersDisagree means rows of the ledger name a content other than
+// the one their number does (IntegrityCheck). No handoff writes such
+// rows: the ledger was changed outside it.
+var ErrNumbersDisagree = errors.New("rows name a content other than their number's")
+
 // shaConsistency counts rows whose sha256 is not the SHA-256 their
 // number names in shas, and sources without a number: IntegrityCheck
 // wants none.

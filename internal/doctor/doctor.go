@@ -306,7 +306,11 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool, fact
 	}
 	defer v.Close()
 	if err := v.IntegrityCheck(ctx); err != nil {
-		check("ledger", CheckFail, fmt.Sprintf("%s fails integrity_check: %v", p, err), ledgerRepairHint(p))
+		hint := ledgerRepairHint(p)
+		if errors.Is(err, ledger.ErrNumbersDisagree) {
+			hint = fmt.Sprintf("no handoff writes such rows, so the ledger was changed outside handoff: stop the timer, copy %s* aside, and put back a copy from before the change; lookups go by number, so no handoff is applied twice meanwhile, but `where` and `review` may name the wrong hash", p)
+		}
+		check("ledger", CheckFail, fmt.Sprintf("%s fails integrity_check: %v", p, err), hint)
 		return out
 	}
 	tot, err := v.Totals(ctx)

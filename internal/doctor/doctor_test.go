@@ -336,6 +336,28 @@ func drDeadPid(t *testing.T) int {
 // progress (its unfinished plans too); held with a dead pid in the file
 // warns; unfinished plans with the lock free warn that the next sync
 // finishes them. The ledger is read in every case.
+// A ledger whose rows' hashes and content numbers disagree (changed
+// outside handoff) fails the ledger check with a hint that says so, not
+// the .recover one, which would keep the rows as they are.
+func TestDoctorNumbersDisagree(t *testing.T) {
+	e := newDrEnv(t, "")
+	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
+	e.sync()
+	db, err := sql.Open("sqlite", filepath.Join(e.WS, ".handoff/ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE handoffs SET sha256 = ?`, testenv.Sum("other")); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	c := drOne(t, e.doctor(), "workspace", "ledger")
+	drWant(t, c, doctor.CheckFail, "1 rows name a content other than their number's")
+	if !strings.Contains(c.Hint, "changed outside handoff") || strings.Contains(c.Hint, ".recover") {
+		t.Errorf("ledger hint %q", c.Hint)
+	}
+}
+
 func TestDoctorLockAndPlans(t *testing.T) {
 	e := newDrEnv(t, "")
 	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
