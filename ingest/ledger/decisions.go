@@ -125,12 +125,15 @@ func (l *Ledger) StartDecision(ctx context.Context, d *Decision, p *Plan, edited
 	}
 	at := now()
 	if edited != nil {
-		if _, err := tx.ExecContext(ctx, addSHA, edited.SHA256); err != nil {
+		var nums numbers
+		defer nums.close()
+		num, err := nums.of(ctx, tx, edited.SHA256)
+		if err != nil {
 			return fmt.Errorf("ledger: record the edited handoff: %w", err)
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO sources
-			(sha256, sha_id, size, host, inbox, name, archived_as, acked, stored_at, stored_run) VALUES (?, `+shaID+`, ?, ?, ?, ?, '', 1, ?, ?)`,
-			edited.SHA256, edited.SHA256, edited.Size, edited.Host, edited.Inbox, edited.Name, at, d.RunID)
+			(sha256, sha_id, size, host, inbox, name, archived_as, acked, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, '', 1, ?, ?)`,
+			edited.SHA256, num, edited.Size, edited.Host, edited.Inbox, edited.Name, at, d.RunID)
 		if err != nil {
 			return fmt.Errorf("ledger: record the edited handoff: %w", err)
 		}

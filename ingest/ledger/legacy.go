@@ -24,6 +24,8 @@ func (l *Ledger) RecordLegacy(ctx context.Context, runID string, srcs []claim.So
 	}
 	defer tx.Rollback()
 	at := now()
+	var nums numbers
+	defer nums.close()
 	for i, s := range srcs {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sources
@@ -34,13 +36,14 @@ func (l *Ledger) RecordLegacy(ctx context.Context, runID string, srcs []claim.So
 		if n > 0 {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, addSHA, s.SHA256); err != nil {
+		num, err := nums.of(ctx, tx, s.SHA256)
+		if err != nil {
 			return nil, fmt.Errorf("ledger: legacy: %w", err)
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO sources
 			(sha256, sha_id, size, host, inbox, name, archived_as, acked, stored_at, stored_run, result, ingest_run, ingested_at)
-			VALUES (?, `+shaID+`, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
-			s.SHA256, s.SHA256, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID, receipts.ResultLegacy, runID, at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
+			s.SHA256, num, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID, receipts.ResultLegacy, runID, at)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: legacy: %w", err)
 		}
@@ -49,7 +52,7 @@ func (l *Ledger) RecordLegacy(ctx context.Context, runID string, srcs []claim.So
 			return nil, fmt.Errorf("ledger: legacy: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO handoffs (id, sha256, source_id, result, run_id, ingested_at)
-			SELECT id, sha256, ?, ?, ?, ? FROM shas WHERE sha256 = ?`, id, receipts.ResultLegacy, runID, at, s.SHA256); err != nil {
+			VALUES (?, ?, ?, ?, ?, ?)`, num, s.SHA256, id, receipts.ResultLegacy, runID, at); err != nil {
 			return nil, fmt.Errorf("ledger: legacy: %w", err)
 		}
 		recorded[i] = true

@@ -95,14 +95,11 @@ const migrationSHAs = `CREATE TABLE shas (
 // shaID is the subquery that gives a content's number; bind its SHA-256.
 const shaID = `(SELECT id FROM shas WHERE sha256 = ?)`
 
-// addSHA numbers a content the ledger has not seen; one it has keeps its
-// number.
-const addSHA = `INSERT OR IGNORE INTO shas (sha256) VALUES (?)`
-
 // numbers gives contents their numbers within one write transaction,
-// with statements prepared on first use. Statements that could let a
-// missing number pass silently (INSERT OR IGNORE skips a row whose NOT
-// NULL column is NULL) take the number from here, where it is an error.
+// with statements prepared on first use: the one way a content the
+// ledger may not have seen yet (a source's, stored bytes') is numbered.
+// A missing number is an error here, where a subquery's NULL would be
+// skipped without a word by INSERT OR IGNORE.
 type numbers struct {
 	add, get *sql.Stmt
 	ids      map[string]int64 // given in this transaction
