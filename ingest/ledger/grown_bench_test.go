@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,27 +105,10 @@ func grownLedger(b *testing.B, dir string, n int) string {
 		}
 	}
 	path := filepath.Join(dir, "ledger.db")
-	copyFile(b, seed, path)
+	if err := Copy(seed, path); err != nil {
+		b.Fatal(err)
+	}
 	return path
-}
-
-func copyFile(b *testing.B, from, to string) {
-	b.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		b.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // BenchmarkBulkGrown: one bulk run's ledger writes (8,000 handoffs in
