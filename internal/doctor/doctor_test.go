@@ -323,6 +323,22 @@ func TestDoctorLastRun(t *testing.T) {
 	}
 }
 
+// ledgerExec runs statements on the workspace's ledger as a person with
+// sqlite3 (or a crashed run) would leave it, behind handoff's back.
+func (e *drEnv) ledgerExec(t *testing.T, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(e.WS, ".handoff/ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // drDeadPid returns the pid of a process that has exited.
 func drDeadPid(t *testing.T) int {
 	cmd := exec.Command("true")
@@ -332,10 +348,6 @@ func drDeadPid(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
-// TestDoctorLockAndPlans: a lock held by a live process is a run in
-// progress (its unfinished plans too); held with a dead pid in the file
-// warns; unfinished plans with the lock free warn that the next sync
-// finishes them. The ledger is read in every case.
 // A ledger whose rows' hashes and content numbers disagree (changed
 // outside handoff) fails the ledger check with a hint that says so, not
 // the .recover one, which would keep the rows as they are.
@@ -343,14 +355,7 @@ func TestDoctorNumbersDisagree(t *testing.T) {
 	e := newDrEnv(t, "")
 	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
 	e.sync()
-	db, err := sql.Open("sqlite", filepath.Join(e.WS, ".handoff/ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE handoffs SET sha256 = ?`, testenv.Sum("other")); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	e.ledgerExec(t, `UPDATE handoffs SET sha256 = '`+testenv.Sum("other")+`'`)
 	c := drOne(t, e.doctor(), "workspace", "ledger")
 	drWant(t, c, doctor.CheckFail, "1 rows name a content other than their number's")
 	if !strings.Contains(c.Hint, "changed outside handoff") || strings.Contains(c.Hint, ".recover") {
@@ -358,25 +363,20 @@ func TestDoctorNumbersDisagree(t *testing.T) {
 	}
 }
 
+// TestDoctorLockAndPlans: a lock held by a live process is a run in
+// progress (its unfinished plans too); held with a dead pid in the file
+// warns; unfinished plans with the lock free warn that the next sync
+// finishes them. The ledger is read in every case.
 func TestDoctorLockAndPlans(t *testing.T) {
 	e := newDrEnv(t, "")
 	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
 	e.sync()
 
 	// A plan a crashed run left: state planned.
-	db, err := sql.Open("sqlite", filepath.Join(e.WS, ".handoff/ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO shas (sha256) VALUES (?)`, testenv.Sum("x")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO plans (sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		SELECT id, sha256, 1, 'document', 'no-card', 'TOOLS.md', '', ?, x'00', 'planned', 'crashed-run', '2026-01-01T00:00:00Z'
-		FROM shas WHERE sha256 = ?`, testenv.Sum("y"), testenv.Sum("x")); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	e.ledgerExec(t, `INSERT INTO shas (sha256) VALUES ('`+testenv.Sum("x")+`')`,
+		`INSERT INTO plans (sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
+		SELECT id, sha256, 1, 'document', 'no-card', 'TOOLS.md', '', '`+testenv.Sum("y")+`', x'00', 'planned', 'crashed-run', '2026-01-01T00:00:00Z'
+		FROM shas WHERE sha256 = '`+testenv.Sum("x")+`'`)
 
 	rep := e.doctor()
 	drWant(t, drOne(t, rep, "workspace", "lock"), doctor.CheckOK, "lock free")
@@ -684,15 +684,8 @@ func TestDoctorWaitingAndStale(t *testing.T) {
 	e.Put(e.Inbox, "a.md", testenv.Doc("TOOLS.md", "- a"))
 	e.sync()
 	// The ledger says away sent a handoff at the same time.
-	db, err := sql.Open("sqlite", filepath.Join(e.WS, ".handoff/ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO sources (sha256, sha_id, size, host, inbox, name, stored_at, stored_run, result)
-		SELECT sha256, sha_id, size, 'away', inbox, name, stored_at, stored_run, result FROM sources`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	e.ledgerExec(t, `INSERT INTO sources (sha256, sha_id, size, host, inbox, name, stored_at, stored_run, result)
+		SELECT sha256, sha_id, size, 'away', inbox, name, stored_at, stored_run, result FROM sources`)
 	e.Put(e.Inbox2, "waits.md", testenv.Doc("TOOLS.md", "- b"))
 
 	at := func(d time.Duration) *doctor.Report {
