@@ -326,7 +326,8 @@ func (g *guardFS) ReadFile(ctx context.Context, name string, limit int64) ([]byt
 func (g *guardFS) Rename(ctx context.Context, oldname, newname string) error {
 	g.checkWithin("rename from", oldname)
 	g.checkWithin("rename to", newname)
-	archiving := strings.HasPrefix(newname, g.within+"/"+claim.ProcessedDir+"/") || strings.HasPrefix(newname, g.within+"/"+claim.MalformedDir+"/")
+	dir := filepath.Base(filepath.Dir(newname))
+	archiving := dir == claim.ProcessedDir || dir == claim.MalformedDir
 	if fi, err := os.Lstat(oldname); err == nil && archiving && fi.Mode().IsRegular() && fi.Size() <= g.max {
 		data, err := os.ReadFile(oldname)
 		if err != nil {
