@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,4 +202,142 @@ func (f *failAfterSpool) Put(b map[string][]byte) error {
 	}
 	f.after--
 	return f.Store.Put(b)
+}
+
+// queueRecorder is a claim.QueueRecorder over a test's recorder, as the
+// run's record queue behaves: batches are committed one after another in
+// the order they were queued, each delay after the one before; the
+// failAt-th (from 1; 0: none) fails, and so does every one after it.
+type queueRecorder struct {
+	claim.Recorder
+	delay  time.Duration
+	failAt int
+
+	mu          sync.Mutex
+	queued      int           // batches queued so far
+	last        chan struct{} // closed when the last queued is settled
+	failed      bool
+	outstanding int // queued and not yet settled
+	peak        int // most outstanding at once
+}
+
+func (q *queueRecorder) QueueSources(ctx context.Context, runID string, srcs []claim.Source, contents map[string][]byte) (func() (int, error), error) {
+	q.mu.Lock()
+	q.queued++
+	k, prev, done := q.queued, q.last, make(chan struct{})
+	q.last = done
+	q.outstanding++
+	q.peak = max(q.peak, q.outstanding)
+	q.mu.Unlock()
+	var n int
+	var err error
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		time.Sleep(q.delay)
+		q.mu.Lock()
+		q.failed = q.failed || k == q.failAt
+		failed := q.failed
+		q.mu.Unlock()
+		if failed {
+			err = fmt.Errorf("ledger: disk full")
+		} else {
+			n, err = q.Recorder.StoreSources(ctx, runID, srcs, contents)
+		}
+		q.mu.Lock()
+		q.outstanding--
+		q.mu.Unlock()
+	}()
+	return func() (int, error) { <-done; return n, err }, nil
+}
+
+// queuedPull pulls specs (one inbox) through a queueRecorder that commits a
+// batch every 20 ms and fails the failAt-th, over a transport whose calls
+// take 1 ms, and returns the report, the names recorded in order, the
+// names in discovery order, and the queue.
+func queuedPull(t *testing.T, files, failAt int) (claim.HostReport, []string, []string, *queueRecorder, string) {
+	root := tempRoot(t)
+	var specs, want []string
+	for i := range files {
+		specs = append(specs, fmt.Sprintf("r/.claude/memory-handoffs/h%03d.md", i))
+		want = append(want, fmt.Sprintf("h%03d.md", i))
+	}
+	sp, rec, fsys, cfg := slowPullEnv(t, root, time.Millisecond, specs)
+	q := &queueRecorder{Recorder: storingRecorder{sp, rec}, delay: 20 * time.Millisecond, failAt: failAt}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep := claim.Pull(ctx, fsys, cfg, q, runID, parses)
+	var recorded []string
+	rec.mu.Lock()
+	for _, ev := range rec.events {
+		if name, ok := strings.CutPrefix(ev, "record "); ok {
+			recorded = append(recorded, name)
+		}
+	}
+	rec.mu.Unlock()
+	return rep, recorded, want, q, filepath.Join(root, "r/.claude/memory-handoffs")
+}
+
+// TestPullQueuesBatches protects "none lost" and "no remote copy archived
+// before local storage" when a pull has several batches being recorded at
+// once (a claim.QueueRecorder): the guard transport fails the test on any
+// archive of a file not yet recorded, every handoff ends recorded in
+// discovery order and archived, and more than one batch, never more than
+// four, waited on the recorder at once.
+func TestPullQueuesBatches(t *testing.T) {
+	t.Parallel()
+	rep, recorded, want, q, inbox := queuedPull(t, 600, 0)
+	if rep.Outcome != "ok" || rep.Stored != len(want) {
+		t.Fatalf("outcome %q (%s), stored %d, want ok and %d", rep.Outcome, rep.Error, rep.Stored, len(want))
+	}
+	if !slices.Equal(recorded, want) {
+		t.Fatalf("recorded %d sources, not in discovery order: %q", len(recorded), recorded)
+	}
+	if left := regularFiles(t, inbox); left != 0 {
+		t.Errorf("%d handoffs still in the inbox after an ok pull", left)
+	}
+	if q.peak < 2 || q.peak > 4 {
+		t.Errorf("at most %d batches waited on the recorder at once, want 2 to 4", q.peak)
+	}
+	t.Logf("%d batches, at most %d at once", q.queued, q.peak)
+}
+
+// TestPullQueuedFailureKeepsPrefix protects "none lost" and "none applied
+// twice" when a batch fails while later ones are queued behind it: what
+// is recorded is a prefix of the handoffs in discovery order (what the
+// next run stores comes after it, as it would have), and every handoff
+// not recorded is still in its inbox.
+func TestPullQueuedFailureKeepsPrefix(t *testing.T) {
+	t.Parallel()
+	rep, recorded, want, q, inbox := queuedPull(t, 600, 2)
+	if rep.Outcome != "error" || !strings.Contains(rep.Error, "disk full") {
+		t.Fatalf("outcome %q (%s), want an error naming the failed store", rep.Outcome, rep.Error)
+	}
+	if len(recorded) == 0 || !slices.Equal(recorded, want[:len(recorded)]) {
+		t.Fatalf("recorded %q: not a prefix of the discovery order", recorded)
+	}
+	if left := regularFiles(t, inbox); left != len(want)-len(recorded) {
+		t.Errorf("%d handoffs in the inbox, want the %d not recorded", left, len(want)-len(recorded))
+	}
+	if q.queued < 3 {
+		t.Errorf("%d batches queued; the test needs one queued after the failed one", q.queued)
+	}
+}
+
+// regularFiles counts the regular files directly in dir.
+func regularFiles(t *testing.T, dir string) int {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			n++
+		}
+	}
+	return n
 }

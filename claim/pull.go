@@ -48,6 +48,10 @@ const (
 	// together.
 	batchFiles = 256
 	batchBytes = 16 << 20
+	// maxRecording bounds the batches sent to a QueueRecorder and not
+	// yet committed: the next ones wait in the recorder's queue while
+	// one commits, instead of in this pull.
+	maxRecording = 4
 )
 
 // Pull runs discovery, claim, store and acknowledgement for one host and
@@ -317,18 +321,19 @@ func (p *puller) progress() {
 //   - read: claim each candidate (check, read, hash), concurrently, as the
 //     bounds on files and bytes in flight allow;
 //   - store: take the claims in discovery order (so that what is recorded,
-//     and later applied, does not depend on timing) and write whatever has
-//     arrived to the spool as one batch: one directory fsync;
-//   - record: record each written batch in the ledger, one batch at a time
-//     and in order, while store writes the next (the two wait on
-//     different fsyncs);
+//     and later applied, does not depend on timing) and gather whatever
+//     has arrived into one batch;
+//   - record: send each batch, its bytes and its sources, to the recorder,
+//     in order, up to maxRecording at once when it is a QueueRecorder
+//     (one at a time otherwise), and start its archive once it is
+//     committed;
 //   - archive: rename a recorded batch's files on the host, concurrently,
 //     and record which were archived.
 //
 // A file is renamed only in archive, so only after the batch holding it is
-// durable in the spool and recorded. The first transport or storage
-// failure cancels everything in flight; what was stored and not yet
-// archived is finished by the next run.
+// durable and recorded. The first transport or storage failure cancels
+// everything in flight; what was stored and not yet archived is finished
+// by the next run.
 func (p *puller) pipeline(ctx context.Context, inboxes []*Inbox) error {
 	total := 0
 	for _, in := range inboxes {
@@ -521,30 +526,40 @@ func (pl *pipeline) flush(b []claimed) bool {
 	}
 }
 
-// record stores and records each batch, in order, and starts its
-// archive.
+// record sends each batch to the recorder in order, several in flight,
+// and archives each once its commit is confirmed. A batch sent after one
+// that failed fails too (QueueRecorder), so nothing of it is archived.
 func (pl *pipeline) record() {
 	p := pl.p
+	inflight := make(chan struct{}, maxRecording)
 	for b := range pl.toRecord {
 		if pl.ctx.Err() != nil {
 			pl.releaseAll(b)
 			continue
 		}
-		if err := p.record(pl.ctx, b); err != nil {
+		inflight <- struct{}{}
+		wait, err := p.send(pl.ctx, b)
+		if err != nil {
+			<-inflight
 			pl.releaseAll(b)
 			pl.fail(err)
 			continue
 		}
-		p.progress()
-		if p.cfg.DryRun {
-			pl.releaseAll(b)
-			continue
-		}
-		pl.work.Add(1)
-		go func() {
-			defer pl.work.Done()
+		pl.work.Go(func() {
+			err := wait()
+			<-inflight
+			if err != nil {
+				pl.releaseAll(b)
+				pl.fail(err)
+				return
+			}
+			p.progress()
+			if p.cfg.DryRun {
+				pl.releaseAll(b)
+				return
+			}
 			pl.archive(b)
-		}()
+		})
 	}
 }
 
@@ -681,10 +696,12 @@ func fitName(stem, suffix string) string {
 	return stem + suffix
 }
 
-// record makes a batch's exact bytes and its sources durable in one
-// commit (Recorder.StoreSources): from then on its sources may be
-// archived.
-func (p *puller) record(ctx context.Context, batch []claimed) error {
+// send hands a batch's exact bytes and its sources to the recorder, to be
+// made durable in one commit (Recorder.StoreSources), and returns once the
+// batch holds its place in the recorder's order, or with the error that
+// kept it from one. wait returns when that commit is done: from then on
+// the batch's sources may be archived.
+func (p *puller) send(ctx context.Context, batch []claimed) (wait func() error, err error) {
 	srcs := make([]Source, len(batch))
 	contents := make(map[string][]byte, len(batch))
 	for i, c := range batch {
@@ -692,18 +709,32 @@ func (p *puller) record(ctx context.Context, batch []claimed) error {
 		contents[c.src.SHA256] = c.data
 	}
 	began := time.Now()
-	n, err := p.rec.StoreSources(ctx, p.runID, srcs, contents)
-	if err != nil {
-		return fmt.Errorf("store: %w", err)
+	var stored func() (int, error)
+	if q, ok := p.rec.(QueueRecorder); ok {
+		if stored, err = q.QueueSources(ctx, p.runID, srcs, contents); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	} else {
+		n, err := p.rec.StoreSources(ctx, p.runID, srcs, contents)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		stored = func() (int, error) { return n, nil }
 	}
-	p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(batch), "took", time.Since(began))
-	p.mu.Lock()
-	p.report.Stored += n
-	p.mu.Unlock()
-	if !p.cfg.DryRun {
-		failpoint.Inject("store.recorded")
-	}
-	return nil
+	return func() error {
+		n, err := stored()
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		p.log.Debug("stored a batch", "host", p.cfg.Host, "files", len(batch), "took", time.Since(began))
+		p.mu.Lock()
+		p.report.Stored += n
+		p.mu.Unlock()
+		if !p.cfg.DryRun {
+			failpoint.Inject("store.recorded")
+		}
+		return nil
+	}, nil
 }
 
 // archive renames a recorded batch's files on the host, in flight

@@ -132,6 +132,19 @@ type Recorder interface {
 	Unarchived(ctx context.Context, host string) ([]Source, error)
 }
 
+// QueueRecorder is a Recorder that takes a pull's batches several at a
+// time. QueueSources is StoreSources in two steps: it returns once the
+// batch holds its place behind those queued before it, and wait then
+// returns what StoreSources would have. The recorder commits one pull's
+// batches in the order they were queued, and fails every batch queued
+// after one that failed, so that what is recorded of a pull is always a
+// prefix of its batches in discovery order. A pull queues from one
+// goroutine, one batch after another.
+type QueueRecorder interface {
+	Recorder
+	QueueSources(ctx context.Context, runID string, srcs []Source, contents map[string][]byte) (wait func() (int, error), err error)
+}
+
 // HostReport is the outcome of one host's pull. It is JSON so that a worker
 // process can hand it to its parent.
 type HostReport struct {

@@ -29,8 +29,9 @@ type RecordQueue struct {
 	quit  chan struct{}
 	ended chan struct{}
 
-	mu   sync.Mutex
-	done map[string]*recorded // by host: what its committed writes held
+	mu     sync.Mutex
+	done   map[string]*recorded // by host: what its committed writes held
+	failed map[string]bool      // hosts one of whose stores failed
 }
 
 // recorded is what a host's committed writes held: sources newly stored,
@@ -73,7 +74,7 @@ var errQueueClosed = errors.New("the run's pulls are over: nothing more is recor
 // StartRecordQueue starts the writer; Stop ends it.
 func StartRecordQueue(led RecordStore, runID string, log *slog.Logger) *RecordQueue {
 	q := &RecordQueue{led: led, runID: runID, log: log, reqs: make(chan *recordReq), quit: make(chan struct{}), ended: make(chan struct{}),
-		done: map[string]*recorded{}}
+		done: map[string]*recorded{}, failed: map[string]bool{}}
 	go q.run()
 	return q
 }
@@ -111,10 +112,22 @@ func (q *RecordQueue) run() {
 }
 
 // apply commits a group's writes together. If that fails, each is tried
-// alone, so that one write's error is its own.
+// alone, so that one write's error is its own. A store of a host one of
+// whose stores failed is refused, here and in every later group: a
+// host's recorded batches stay a prefix of those it sent, in order
+// (claim.QueueRecorder).
 func (q *RecordQueue) apply(group []*recordReq) {
-	ws := make([]*ledger.Write, len(group))
-	for i, r := range group {
+	live := group[:0]
+	for _, r := range group {
+		if !q.refuse(r) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	ws := make([]*ledger.Write, len(live))
+	for i, r := range live {
 		ws[i] = &r.w
 	}
 	began := time.Now()
@@ -123,38 +136,53 @@ func (q *RecordQueue) apply(group []*recordReq) {
 	for _, w := range ws {
 		n += len(w.Record) + len(w.Archived)
 	}
-	q.log.Debug("recorded a group", "writes", len(group), "sources", n, "took", time.Since(began))
-	if err != nil && len(group) > 1 {
-		q.log.Debug("a group of records failed; writing each alone", "writes", len(group), "err", err)
-		for _, r := range group {
-			err := q.led.Apply(context.Background(), q.runID, []*ledger.Write{&r.w})
-			q.count(r, err)
-			r.done <- err
+	q.log.Debug("recorded a group", "writes", len(live), "sources", n, "took", time.Since(began))
+	if err != nil && len(live) > 1 {
+		q.log.Debug("a group of records failed; writing each alone", "writes", len(live), "err", err)
+		for _, r := range live {
+			if !q.refuse(r) {
+				q.settle(r, q.led.Apply(context.Background(), q.runID, []*ledger.Write{&r.w}))
+			}
 		}
 		return
 	}
-	for _, r := range group {
-		q.count(r, err)
-		r.done <- err
+	for _, r := range live {
+		q.settle(r, err)
 	}
 }
 
-// count adds a committed write (err nil) to its host's account, before
-// the caller hears of it: a worker killed while waiting for the answer
-// still has its write counted.
-func (q *RecordQueue) count(r *recordReq, err error) {
-	if err != nil {
-		return
-	}
+// refuse answers r with an error, and reports true, when r stores
+// sources for a host one of whose stores failed.
+func (q *RecordQueue) refuse(r *recordReq) bool {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	c := q.done[r.host]
-	if c == nil {
-		c = &recorded{}
-		q.done[r.host] = c
+	failed := len(r.w.Record) > 0 && q.failed[r.host]
+	q.mu.Unlock()
+	if failed {
+		r.done <- fmt.Errorf("not recorded: an earlier batch of host %q was not, and a host's batches are recorded in order; the next run stores them", r.host)
 	}
-	c.stored += r.w.Added
-	c.archived += len(r.w.Archived)
+	return failed
+}
+
+// settle answers r with err. A committed write (err nil) is added to its
+// host's account first, so that a worker killed while waiting for the
+// answer still has it counted; a failed store makes the queue refuse the
+// host's later stores.
+func (q *RecordQueue) settle(r *recordReq, err error) {
+	q.mu.Lock()
+	switch {
+	case err != nil && len(r.w.Record) > 0:
+		q.failed[r.host] = true
+	case err == nil:
+		c := q.done[r.host]
+		if c == nil {
+			c = &recorded{}
+			q.done[r.host] = c
+		}
+		c.stored += r.w.Added
+		c.archived += len(r.w.Archived)
+	}
+	q.mu.Unlock()
+	r.done <- err
 }
 
 // RecordedFor returns what the committed writes of host's pull held: the
@@ -172,14 +200,29 @@ func (q *RecordQueue) RecordedFor(host string) (stored, archived int) {
 // whose caller gives up (ctx) may still be committed: a source recorded
 // and not archived is only acknowledged by the next run.
 func (q *RecordQueue) write(ctx context.Context, host string, w ledger.Write) (int, error) {
+	r, err := q.enqueue(ctx, host, w)
+	if err != nil {
+		return 0, err
+	}
+	return r.wait(ctx)
+}
+
+// enqueue hands w to the writer and returns once it holds it: writes
+// enqueued one after another are committed in that order.
+func (q *RecordQueue) enqueue(ctx context.Context, host string, w ledger.Write) (*recordReq, error) {
 	r := &recordReq{host: host, w: w, done: make(chan error, 1)}
 	select {
 	case q.reqs <- r:
+		return r, nil
 	case <-q.quit:
-		return 0, errQueueClosed
+		return nil, errQueueClosed
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return nil, ctx.Err()
 	}
+}
+
+// wait returns once r is committed or has failed, or ctx is done.
+func (r *recordReq) wait(ctx context.Context) (int, error) {
 	select {
 	case err := <-r.done:
 		return r.w.Added, err
@@ -195,6 +238,8 @@ func (q *RecordQueue) Recorder(host string) claim.Recorder {
 
 // hostRecorder writes through the queue only sources of its own host: a
 // worker gone wrong cannot record or archive another host's files.
+var _ claim.QueueRecorder = hostRecorder{}
+
 type hostRecorder struct {
 	q    *RecordQueue
 	host string
@@ -214,23 +259,51 @@ func (h hostRecorder) check(srcs []claim.Source) error {
 // started it. Each source's content must come with it, and nothing else:
 // a worker cannot record a source without its bytes, or store bytes no
 // source of its host names.
-func (h hostRecorder) StoreSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (int, error) {
-	if err := h.check(srcs); err != nil {
+func (h hostRecorder) StoreSources(ctx context.Context, runID string, srcs []claim.Source, contents map[string][]byte) (int, error) {
+	wait, err := h.QueueSources(ctx, runID, srcs, contents)
+	if err != nil {
 		return 0, err
+	}
+	return wait()
+}
+
+// QueueSources checks a batch as StoreSources does and returns once the
+// queue holds it.
+// A batch refused here counts as a failed store: the host's later ones
+// are refused too.
+func (h hostRecorder) QueueSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (wait func() (int, error), err error) {
+	if err := h.checkStore(srcs, contents); err != nil {
+		h.q.mu.Lock()
+		h.q.failed[h.host] = true
+		h.q.mu.Unlock()
+		return nil, err
+	}
+	r, err := h.q.enqueue(ctx, h.host, ledger.Write{Record: srcs, Contents: contents})
+	if err != nil {
+		return nil, err
+	}
+	return func() (int, error) { return r.wait(ctx) }, nil
+}
+
+// checkStore checks that srcs are the host's and come each with its
+// content, and with no other.
+func (h hostRecorder) checkStore(srcs []claim.Source, contents map[string][]byte) error {
+	if err := h.check(srcs); err != nil {
+		return err
 	}
 	named := make(map[string]bool, len(srcs))
 	for _, s := range srcs {
 		if _, ok := contents[s.SHA256]; !ok {
-			return 0, fmt.Errorf("source %s of host %q sent without its content", s.Name, h.host)
+			return fmt.Errorf("source %s of host %q sent without its content", s.Name, h.host)
 		}
 		named[s.SHA256] = true
 	}
 	for sha := range contents {
 		if !named[sha] {
-			return 0, fmt.Errorf("a content (%.12s) no source of host %q names", sha, h.host)
+			return fmt.Errorf("a content (%.12s) no source of host %q names", sha, h.host)
 		}
 	}
-	return h.q.write(ctx, h.host, ledger.Write{Record: srcs, Contents: contents})
+	return nil
 }
 
 func (h hostRecorder) MarkArchived(ctx context.Context, srcs []claim.Source) error {

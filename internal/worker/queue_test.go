@@ -209,3 +209,75 @@ func TestRecordQueueCountsWhatWasCommitted(t *testing.T) {
 		}
 	})
 }
+
+// Invariant: none applied twice, none lost, in the order found. A host's
+// batches queued one after another (claim.QueueRecorder) are committed in
+// that order, and once one fails every later store of that host fails
+// too, even one that would commit: what is recorded of the host is a
+// prefix of what it sent, so the next run, storing the rest, stores it
+// after. Its archive records, and other hosts' writes, still commit; so
+// does nothing of a batch the recorder refused outright.
+func TestRecordQueueKeepsAHostsBatchesAPrefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeStore{hold: make(chan struct{}), poison: "bad.md"}
+		q := StartRecordQueue(f, "run", quietLog())
+		defer q.Stop()
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		wg.Go(func() { q.Recorder("h0").MarkArchived(ctx, []claim.Source{src("h0", "first.md")}) })
+		synctest.Wait() // the first Apply is under way, held
+		h1 := q.Recorder("h1").(claim.QueueRecorder)
+		var waits []func() (int, error)
+		wg.Go(func() {
+			for _, name := range []string{"ok1.md", "bad.md", "ok2.md"} {
+				wait, err := h1.QueueSources(ctx, "run", []claim.Source{src("h1", name)}, fakeContents)
+				if err != nil {
+					t.Errorf("queue %s: %v", name, err)
+					return
+				}
+				waits = append(waits, wait)
+			}
+		})
+		wg.Go(func() {
+			if _, err := q.Recorder("h2").StoreSources(ctx, "run", []claim.Source{src("h2", "other.md")}, fakeContents); err != nil {
+				t.Errorf("another host's store: %v", err)
+			}
+		})
+		synctest.Wait()
+		close(f.hold)
+		wg.Wait()
+		var errs []error
+		for _, wait := range waits {
+			_, err := wait()
+			errs = append(errs, err)
+		}
+		if len(errs) != 3 || errs[0] != nil || errs[1] == nil || errs[2] == nil || !strings.Contains(errs[2].Error(), "an earlier batch") {
+			t.Fatalf("errors %v; want ok1 committed, bad failed, ok2 refused after it", errs)
+		}
+		if _, err := q.Recorder("h1").StoreSources(ctx, "run", []claim.Source{src("h1", "later.md")}, fakeContents); err == nil {
+			t.Fatal("a later store of h1 committed after one of its batches failed")
+		}
+		if err := q.Recorder("h1").MarkArchived(ctx, []claim.Source{src("h1", "ok1.md")}); err != nil {
+			t.Fatalf("h1's archive record refused: %v", err)
+		}
+		// A batch the recorder refuses before queueing counts as failed.
+		h3 := q.Recorder("h3").(claim.QueueRecorder)
+		if _, err := h3.QueueSources(ctx, "run", []claim.Source{src("h3", "bare.md")}, nil); err == nil {
+			t.Fatal("a source without its content was queued")
+		}
+		if _, err := q.Recorder("h3").StoreSources(ctx, "run", []claim.Source{src("h3", "next.md")}, fakeContents); err == nil {
+			t.Fatal("h3's next store committed after its batch was refused")
+		}
+		var all []string
+		for _, a := range f.applies {
+			all = append(all, a...)
+		}
+		slices.Sort(all)
+		if want := []string{"first.md", "ok1.md", "ok1.md", "other.md"}; !slices.Equal(all, want) {
+			t.Fatalf("committed %q, want %q", all, want)
+		}
+		if stored, archived := q.RecordedFor("h1"); stored != 1 || archived != 1 {
+			t.Fatalf("h1 counted %d stored, %d archived; want 1 and 1", stored, archived)
+		}
+	})
+}

@@ -184,7 +184,7 @@ type recordClient struct {
 	err     error
 }
 
-var _ claim.Recorder = (*recordClient)(nil)
+var _ claim.QueueRecorder = (*recordClient)(nil)
 
 func newRecordClient(conn net.Conn) *recordClient {
 	c := &recordClient{conn: conn, pending: make(map[uint64]chan recordReply)}
@@ -217,17 +217,22 @@ func (c *recordClient) read() {
 }
 
 func (c *recordClient) call(ctx context.Context, call recordCall) (recordReply, error) {
-	return c.callThen(ctx, call, nil, nil)
+	answer, err := c.send(call, nil)
+	if err != nil {
+		return recordReply{}, err
+	}
+	return answer(ctx)
 }
 
-// callThen is call with payload after the JSON, running sent (when set)
-// once the call is on the connection and before its answer is awaited.
-func (c *recordClient) callThen(ctx context.Context, call recordCall, payload [][]byte, sent func()) (recordReply, error) {
+// send puts call, with payload after its JSON, on the connection and
+// returns a function that waits for its answer. Calls reach the run in
+// the order they were sent.
+func (c *recordClient) send(call recordCall, payload [][]byte) (answer func(context.Context) (recordReply, error), err error) {
 	ch := make(chan recordReply, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
-		return recordReply{}, c.err
+		return nil, c.err
 	}
 	c.next++
 	call.ID = c.next
@@ -239,42 +244,58 @@ func (c *recordClient) callThen(ctx context.Context, call recordCall, payload []
 		c.mu.Unlock()
 	}
 	c.wmu.Lock()
-	err := writeFrame(c.conn, call, payload...)
+	err = writeFrame(c.conn, call, payload...)
 	c.wmu.Unlock()
 	if err != nil {
 		forget()
-		return recordReply{}, fmt.Errorf("records: %w", err)
+		return nil, fmt.Errorf("records: %w", err)
 	}
-	if sent != nil {
-		sent()
-	}
-	select {
-	case rep, ok := <-ch:
-		if !ok {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			return recordReply{}, c.err
+	return func(ctx context.Context) (recordReply, error) {
+		select {
+		case rep, ok := <-ch:
+			if !ok {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				return recordReply{}, c.err
+			}
+			if rep.Error != "" {
+				return rep, errors.New(rep.Error)
+			}
+			return rep, nil
+		case <-ctx.Done():
+			forget()
+			return recordReply{}, ctx.Err()
 		}
-		if rep.Error != "" {
-			return rep, errors.New(rep.Error)
-		}
-		return rep, nil
-	case <-ctx.Done():
-		forget()
-		return recordReply{}, ctx.Err()
-	}
+	}, nil
 }
 
 // StoreSources leaves runID out: the run records under its own.
-func (c *recordClient) StoreSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (int, error) {
+func (c *recordClient) StoreSources(ctx context.Context, runID string, srcs []claim.Source, contents map[string][]byte) (int, error) {
+	wait, err := c.QueueSources(ctx, runID, srcs, contents)
+	if err != nil {
+		return 0, err
+	}
+	return wait()
+}
+
+// QueueSources returns once the batch is on the connection: the run
+// queues a worker's batches in the order they arrive.
+func (c *recordClient) QueueSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (wait func() (int, error), err error) {
 	wc := make([]wireContent, 0, len(contents))
 	payload := make([][]byte, 0, len(contents))
 	for sha, data := range contents {
 		wc = append(wc, wireContent{SHA256: sha, Size: len(data)})
 		payload = append(payload, data)
 	}
-	rep, err := c.callThen(ctx, recordCall{Op: opStore, Sources: toWire(srcs), Contents: wc}, payload, func() { failpoint.Inject("store.sent") })
-	return rep.Added, err
+	answer, err := c.send(recordCall{Op: opStore, Sources: toWire(srcs), Contents: wc}, payload)
+	if err != nil {
+		return nil, err
+	}
+	failpoint.Inject("store.sent")
+	return func() (int, error) {
+		rep, err := answer(ctx)
+		return rep.Added, err
+	}, nil
 }
 
 func (c *recordClient) MarkArchived(ctx context.Context, srcs []claim.Source) error {
@@ -288,8 +309,9 @@ func (c *recordClient) Unarchived(ctx context.Context, host string) ([]claim.Sou
 }
 
 // maxRecordCalls bounds the calls of one worker the run works on at once
-// (a pull has two in flight: a batch recorded, one marked archived).
-const maxRecordCalls = 4
+// (a pull has up to claim's maxRecording batches being recorded, and
+// a few marked archived).
+const maxRecordCalls = 8
 
 // serveRecords answers a worker's calls with rec until the connection
 // ends, then closes it. Calls are answered as they finish, each with its
@@ -313,33 +335,66 @@ func serveRecords(ctx context.Context, conn net.Conn, rec claim.Recorder) error 
 		if call.Op != opStore && len(payload) != 0 {
 			return fmt.Errorf("records: a %q call with %d bytes of contents", call.Op, len(payload))
 		}
+		// A store whose payload does not match its contents ends the
+		// connection, and with it the worker's later calls: answering
+		// it alone would let a later batch be recorded before it.
+		var contents map[string][]byte
+		if call.Op == opStore {
+			if contents, err = splitContents(call.Contents, payload); err != nil {
+				return err
+			}
+		}
 		slots <- struct{}{}
+		answer := startCall(ctx, rec, call, contents)
 		wg.Go(func() {
 			defer func() { <-slots }()
-			rep := recordReply{ID: call.ID}
-			var err error
-			switch call.Op {
-			case opStore:
-				var contents map[string][]byte
-				if contents, err = splitContents(call.Contents, payload); err == nil {
-					rep.Added, err = rec.StoreSources(ctx, "", fromWire(call.Sources), contents)
-				}
-			case opArchived:
-				err = rec.MarkArchived(ctx, fromWire(call.Sources))
-			case opUnarchived:
-				var srcs []claim.Source
-				srcs, err = rec.Unarchived(ctx, string(call.Host))
-				rep.Sources = toWire(srcs)
-			default:
-				err = fmt.Errorf("records: unknown call %q", call.Op)
-			}
-			if err != nil {
-				rep.Error = err.Error()
-			}
+			rep := answer()
+			rep.ID = call.ID
 			wmu.Lock()
 			defer wmu.Unlock()
 			writeFrame(conn, rep) // a worker gone has no use for it
 		})
+	}
+}
+
+// startCall starts one call with rec and returns what answers it. A store
+// is queued before startCall returns when rec is a claim.QueueRecorder,
+// so that a worker's batches are committed in the order it sent them;
+// every other call runs in answer.
+func startCall(ctx context.Context, rec claim.Recorder, call recordCall, contents map[string][]byte) (answer func() recordReply) {
+	reply := func(rep recordReply, err error) recordReply {
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		return rep
+	}
+	switch call.Op {
+	case opStore:
+		srcs := fromWire(call.Sources)
+		q, ok := rec.(claim.QueueRecorder)
+		if !ok {
+			return func() recordReply {
+				n, err := rec.StoreSources(ctx, "", srcs, contents)
+				return reply(recordReply{Added: n}, err)
+			}
+		}
+		wait, err := q.QueueSources(ctx, "", srcs, contents)
+		return func() recordReply {
+			if err != nil {
+				return reply(recordReply{}, err)
+			}
+			n, err := wait()
+			return reply(recordReply{Added: n}, err)
+		}
+	case opArchived:
+		return func() recordReply { return reply(recordReply{}, rec.MarkArchived(ctx, fromWire(call.Sources))) }
+	case opUnarchived:
+		return func() recordReply {
+			srcs, err := rec.Unarchived(ctx, string(call.Host))
+			return reply(recordReply{Sources: toWire(srcs)}, err)
+		}
+	default:
+		return func() recordReply { return reply(recordReply{}, fmt.Errorf("records: unknown call %q", call.Op)) }
 	}
 }
 

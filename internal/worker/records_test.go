@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -213,5 +215,57 @@ func TestRecordsConnectionHostileFrames(t *testing.T) {
 				t.Fatalf("recorder got %d sources, %d contents, %d archived from a hostile frame", len(cap.recorded), len(cap.contents), len(cap.archived))
 			}
 		})
+	}
+}
+
+// Invariant: none applied twice, none lost, in the order found. Batches a
+// worker queues one after another, without waiting for each answer, reach
+// the run's queue in the order sent, though the run answers calls
+// concurrently: the ledger commits them in that order.
+func TestRecordsConnectionKeepsOrder(t *testing.T) {
+	ctx := context.Background()
+	runEnd, workerEnd := recordsPairT(t)
+	f := &fakeStore{hold: make(chan struct{})}
+	q := StartRecordQueue(f, "run", quietLog())
+	defer q.Stop()
+	served := make(chan error, 1)
+	go func() { served <- serveRecords(ctx, runEnd, q.Recorder("h")) }()
+	c := newRecordClient(workerEnd)
+	var want []string
+	var waits []func() (int, error)
+	for i := range 24 {
+		name := fmt.Sprintf("b%02d.md", i)
+		want = append(want, name)
+		wait, err := c.QueueSources(ctx, "run", []claim.Source{src("h", name)}, fakeContents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, wait)
+		if i == 0 {
+			// Let the first reach the queue and hold its commit, so
+			// that the others wait there together.
+			for f.mu.Lock(); !f.held; f.mu.Lock() {
+				f.mu.Unlock()
+				runtime.Gosched()
+			}
+			f.mu.Unlock()
+		}
+	}
+	close(f.hold)
+	for i, wait := range waits {
+		if n, err := wait(); n != 1 || err != nil {
+			t.Fatalf("batch %d: %d, %v", i, n, err)
+		}
+	}
+	var got []string
+	for _, a := range f.applies {
+		got = append(got, a...)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("committed in the order %q, sent %q", got, want)
+	}
+	workerEnd.Close()
+	if err := <-served; err != nil {
+		t.Errorf("serveRecords: %v", err)
 	}
 }
