@@ -36,11 +36,19 @@ const (
 	// maxInflightFiles bounds the files being read, waiting to be stored
 	// or being archived at once.
 	maxInflightFiles = 1024
-	// maxOpenReads bounds the files open for reading at once, so that a
-	// host's SFTP server, commonly limited to 1,024 descriptors, never runs
-	// out (handles whose CLOSE is still on its way add about one round
-	// trip's worth of reads).
-	maxOpenReads = 384
+	// maxOpenReads bounds the files open for reading at once by
+	// discovery, and by the claims; maxPipelineReads those open at once
+	// during the pipeline, the claims' and those of the reads beside them
+	// (an archived file read back, repositories' identities). A host's
+	// SFTP server, commonly limited to 1,024 descriptors, never runs out:
+	// 448 at most, and up to the transport's 512 whose CLOSE is still on
+	// its way. The reads beside the claims queue for the same slots as
+	// the next claims, in turn, and the claims never hold the last 64:
+	// an archive's read-back no longer waits for every claim to start
+	// (as it did with one bound for all), which held its batch's files
+	// and their slots until then.
+	maxOpenReads     = 384
+	maxPipelineReads = 448
 	// maxInflightBytes bounds their listed sizes together; a file is read
 	// with its listed size as the limit, so this bounds their data too.
 	maxInflightBytes = 32 << 20
@@ -65,8 +73,9 @@ const (
 // at any point leaves every handoff either still in its inbox or stored (and
 // then acknowledged by the next run); none is lost.
 func Pull(ctx context.Context, fsys transport.FS, cfg Config, rec Recorder, runID string, parses func([]byte) bool) HostReport {
-	reads := semaphore.NewWeighted(maxOpenReads)
-	p := &puller{raw: fsys, reads: reads, fsys: &openLimit{FS: fsys, sem: reads}, cfg: cfg, rec: rec, runID: runID, parses: parses, log: cfg.Log}
+	reads, opened := semaphore.NewWeighted(maxOpenReads), semaphore.NewWeighted(maxPipelineReads)
+	p := &puller{raw: fsys, reads: reads, fsys: &openLimit{FS: fsys, sem: reads}, opened: opened, checks: &openLimit{FS: fsys, sem: opened},
+		cfg: cfg, rec: rec, runID: runID, parses: parses, log: cfg.Log}
 	if p.log == nil {
 		p.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -86,6 +95,8 @@ type puller struct {
 	fsys   transport.FS        // the transport, each read taking a slot of reads
 	raw    transport.FS        // the transport itself, for reads whose slot the caller took
 	reads  *semaphore.Weighted // files open for reading at once
+	opened *semaphore.Weighted // files open for reading at once during the pipeline
+	checks transport.FS        // the transport, each read taking a slot of opened
 	cfg    Config
 	rec    Recorder
 	runID  string
@@ -411,7 +422,7 @@ func (pl *pipeline) releaseAll(b []claimed) {
 }
 
 // read starts a claim for each candidate in order, as the bounds allow. The
-// read slot is taken here, in discovery order, so that the files the
+// read slots are taken here, in discovery order, so that the files the
 // store stage waits for are read first.
 func (pl *pipeline) read(inboxes []*Inbox) {
 	ctx, p := pl.ctx, pl.p
@@ -430,6 +441,11 @@ func (pl *pipeline) read(inboxes []*Inbox) {
 				pl.release(weight)
 				return
 			}
+			if p.opened.Acquire(ctx, 1) != nil {
+				p.reads.Release(1)
+				pl.release(weight)
+				return
+			}
 			pl.work.Add(1)
 			go pl.readOne(seq, in.Path, fi, weight)
 			seq++
@@ -442,6 +458,7 @@ func (pl *pipeline) read(inboxes []*Inbox) {
 func (pl *pipeline) readOne(seq int, inbox string, fi transport.FileInfo, weight int64) {
 	defer pl.work.Done()
 	c, err := pl.p.claim(pl.ctx, inbox, fi)
+	pl.p.opened.Release(1)
 	pl.p.reads.Release(1)
 	if err != nil {
 		pl.fail(err)
@@ -815,7 +832,7 @@ func (p *puller) archive(ctx context.Context, c *claimed) error {
 		// The name was claimed, not the bytes: a writer may have replaced
 		// the file since it was read. Check what was archived; if it is
 		// not what was stored, put it back for the next run to claim.
-		same, err := sameContent(ctx, p.fsys, dst, c.src.SHA256, int64(len(c.data)))
+		same, err := sameContent(ctx, p.checks, dst, c.src.SHA256, int64(len(c.data)))
 		if err != nil {
 			return fmt.Errorf("archive %s: verify: %w", Quote(src), err)
 		}
@@ -827,7 +844,7 @@ func (p *puller) archive(ctx context.Context, c *claimed) error {
 		}
 		return nil
 	case errors.Is(err, transport.ErrExist):
-		same, err := sameContent(ctx, p.fsys, dst, c.src.SHA256, int64(len(c.data)))
+		same, err := sameContent(ctx, p.checks, dst, c.src.SHA256, int64(len(c.data)))
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", Quote(src), err)
 		}
@@ -835,7 +852,7 @@ func (p *puller) archive(ctx context.Context, c *claimed) error {
 			return fmt.Errorf("archive %s: %s already holds different content; move it aside", Quote(src), Quote(dst))
 		}
 		// Remove the inbox copy only if it still holds the stored bytes.
-		if same, err := sameContent(ctx, p.fsys, src, c.src.SHA256, int64(len(c.data))); err != nil || !same {
+		if same, err := sameContent(ctx, p.checks, src, c.src.SHA256, int64(len(c.data))); err != nil || !same {
 			if errors.Is(err, transport.ErrNotExist) {
 				return nil
 			}

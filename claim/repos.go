@@ -54,13 +54,13 @@ func (p *puller) startRepoReads(ctx context.Context, inboxes []*Inbox) *repoRead
 	r := &repoReads{ids: make(map[string]repoid.Identity, len(repos))}
 	var mu sync.Mutex
 	r.wg.Go(func() {
-		if home, err := p.fsys.Home(ctx); err == nil {
+		if home, err := p.checks.Home(ctx); err == nil {
 			r.home = home
 		}
 	})
 	r.wg.Go(func() {
 		fanout.Each(ctx, len(repos), repoReadsAtOnce, func(ctx context.Context, i int) error {
-			id := repoid.Read(ctx, p.fsys, repos[i])
+			id := repoid.Read(ctx, p.checks, repos[i])
 			if id.Problem != "" {
 				p.log.Warn("repository identity not read; it is known by host and path", "host", p.cfg.Host, "repo", repos[i], "problem", id.Problem)
 			}
