@@ -224,6 +224,19 @@ func (r *fakeRecorder) Unarchived(ctx context.Context, host string) ([]claim.Sou
 	return out, nil
 }
 
+// recordedNames are the names recorded, in the order they were.
+func (r *fakeRecorder) recordedNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var names []string
+	for _, ev := range r.events {
+		if name, ok := strings.CutPrefix(ev, "record "); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 func (r *fakeRecorder) event(e string) {
 	r.mu.Lock()
 	r.events = append(r.events, e)

@@ -111,14 +111,7 @@ func TestPullPipelined(t *testing.T) {
 	if rep.Outcome != "ok" || rep.Stored != len(want) {
 		t.Fatalf("outcome %q (%s), stored %d, want ok and %d", rep.Outcome, rep.Error, rep.Stored, len(want))
 	}
-	var recorded []string
-	rec.mu.Lock()
-	for _, ev := range rec.events {
-		if name, ok := strings.CutPrefix(ev, "record "); ok {
-			recorded = append(recorded, name)
-		}
-	}
-	rec.mu.Unlock()
+	recorded := rec.recordedNames()
 	if len(recorded) != len(want) {
 		t.Fatalf("recorded %d sources, want %d", len(recorded), len(want))
 	}
@@ -269,14 +262,7 @@ func queuedPull(t *testing.T, files, failAt int) (claim.HostReport, []string, []
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep := claim.Pull(ctx, fsys, cfg, q, runID, parses)
-	var recorded []string
-	rec.mu.Lock()
-	for _, ev := range rec.events {
-		if name, ok := strings.CutPrefix(ev, "record "); ok {
-			recorded = append(recorded, name)
-		}
-	}
-	rec.mu.Unlock()
+	recorded := rec.recordedNames()
 	return rep, recorded, want, q, filepath.Join(root, "r/.claude/memory-handoffs")
 }
 

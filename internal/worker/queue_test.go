@@ -102,18 +102,27 @@ func TestRecordQueueGroupsWaitingWrites(t *testing.T) {
 	})
 }
 
+// heldQueue starts a queue over a fakeStore that fails any write of
+// poison, and returns once its first commit (h0's archive record of
+// first.md, in wg) is under way and held until f.hold is closed. It runs
+// in a synctest bubble; the caller stops the queue.
+func heldQueue(poison string) (*fakeStore, *RecordQueue, *sync.WaitGroup) {
+	f := &fakeStore{hold: make(chan struct{}), poison: poison}
+	q := StartRecordQueue(f, "run", quietLog())
+	wg := &sync.WaitGroup{}
+	wg.Go(func() { q.Recorder("h0").MarkArchived(context.Background(), []claim.Source{src("h0", "first.md")}) })
+	synctest.Wait()
+	return f, q, wg
+}
+
 // A group that fails is written again one write at a time: one bad write
 // fails only its own caller. Invariant: no source lost because of another
 // host's error.
 func TestRecordQueueFailureIsItsOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &fakeStore{hold: make(chan struct{}), poison: "bad.md"}
-		q := StartRecordQueue(f, "run", quietLog())
+		f, q, wg := heldQueue("bad.md")
 		defer q.Stop()
 		ctx := context.Background()
-		var wg sync.WaitGroup
-		wg.Go(func() { q.Recorder("h0").MarkArchived(ctx, []claim.Source{src("h0", "first.md")}) })
-		synctest.Wait()
 		errs := make([]error, 3)
 		for i, name := range []string{"ok1.md", "bad.md", "ok2.md"} {
 			wg.Go(func() {
@@ -219,13 +228,9 @@ func TestRecordQueueCountsWhatWasCommitted(t *testing.T) {
 // does nothing of a batch the recorder refused outright.
 func TestRecordQueueKeepsAHostsBatchesAPrefix(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &fakeStore{hold: make(chan struct{}), poison: "bad.md"}
-		q := StartRecordQueue(f, "run", quietLog())
+		f, q, wg := heldQueue("bad.md")
 		defer q.Stop()
 		ctx := context.Background()
-		var wg sync.WaitGroup
-		wg.Go(func() { q.Recorder("h0").MarkArchived(ctx, []claim.Source{src("h0", "first.md")}) })
-		synctest.Wait() // the first Apply is under way, held
 		h1 := q.Recorder("h1").(claim.QueueRecorder)
 		var waits []func() (int, error)
 		wg.Go(func() {
