@@ -163,6 +163,10 @@ func (q *RecordQueue) refuse(r *recordReq) bool {
 	return failed
 }
 
+// failStores makes the queue refuse host's stores from now on (q.mu
+// held): one of them failed, and a later one would record past it.
+func (q *RecordQueue) failStores(host string) { q.failed[host] = true }
+
 // settle answers r with err. A committed write (err nil) is added to its
 // host's account first, so that a worker killed while waiting for the
 // answer still has it counted; a failed store makes the queue refuse the
@@ -171,7 +175,7 @@ func (q *RecordQueue) settle(r *recordReq, err error) {
 	q.mu.Lock()
 	switch {
 	case err != nil && len(r.w.Record) > 0:
-		q.failed[r.host] = true
+		q.failStores(r.host)
 	case err == nil:
 		c := q.done[r.host]
 		if c == nil {
@@ -274,7 +278,7 @@ func (h hostRecorder) StoreSources(ctx context.Context, runID string, srcs []cla
 func (h hostRecorder) QueueSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (wait func() (int, error), err error) {
 	if err := h.checkStore(srcs, contents); err != nil {
 		h.q.mu.Lock()
-		h.q.failed[h.host] = true
+		h.q.failStores(h.host)
 		h.q.mu.Unlock()
 		return nil, err
 	}
