@@ -42,8 +42,9 @@
 # processes the CPU went to).
 #
 # STRACE=1 counts the system calls of handoff and its workers (strace -f
-# -c, into strace-N.txt; STRACE_FULL=1 keeps every file call instead); the
-# run is slower under it, so take only counts from it.
+# -c, into strace-N.txt; STRACE_FULL=1 keeps every file call instead, with
+# times, and STRACE_FULL=CALLS only those, e.g. fsync,unlink,exit_group);
+# the run is slower under it, so take only counts from it.
 #
 # -w big (BIG_WS=1): every handoff variant X also runs as the tool X+big
 # (handoff+big, handoff-b+big; files receipt-handoff+big-N.json, ...),
@@ -265,7 +266,9 @@ run_tool() { # tool rep -> prints seconds
       elif [ "${STRACE:-0}" = 1 ]; then # system calls of handoff and its workers
         perf=(strace -f -c -o "$OUT/strace-$tag.txt" --)
         if [ -n "${STRACE_FULL:-}" ]; then
-          perf=(strace -f -tt -e trace=%file,%desc,fsync -o "$OUT/strace-$tag.txt" --)
+          local calls=%file,%desc,fsync
+          [ "$STRACE_FULL" = 1 ] || calls=$STRACE_FULL
+          perf=(strace -f -tt --seccomp-bpf -e trace="$calls" -o "$OUT/strace-$tag.txt" --)
         fi
       fi
       env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" /usr/bin/time -f %M -o "$OUT/rss-$tag.txt" "$hbin" "${extra[@]}" sync --manifest "$W/writers.yaml" \
