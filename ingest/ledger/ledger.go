@@ -31,6 +31,7 @@ type Ledger struct {
 	// fresh holds contents this process committed until the ingester
 	// takes them (fresh.go).
 	fresh freshContents
+	ckpt  *checkpointer // nil in a View
 }
 
 var _ claim.Recorder = (*Ledger)(nil)
@@ -173,6 +174,7 @@ func Open(path string) (*Ledger, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledger: %s: %w", path, err)
 	}
+	l.startCheckpoints()
 	return l, nil
 }
 
@@ -204,8 +206,12 @@ func private(path string) error {
 	return nil
 }
 
-// Close closes the database.
-func (l *Ledger) Close() error { return l.db.Close() }
+// Close closes the database, which folds what is left of the log into
+// it.
+func (l *Ledger) Close() error {
+	l.ckpt.close()
+	return l.db.Close()
+}
 
 // DB is the ledger's database, for tests that look at its rows; what
 // writes goes through the methods, which keep the guarantees.

@@ -235,12 +235,14 @@ func TestOpenLedgerReadOnlyWritesNothing(t *testing.T) {
 	qSameDir(t, "idle, clean", before, qDirState(t, filepath.Dir(path)))
 
 	// A writer that has not closed stands in for a crashed run: its log
-	// holds a committed source the main file lacks.
+	// holds a committed source the main file lacks. Its checkpointer is
+	// stopped, as a crashed run's is.
 	w, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	w.ckpt.close()
 	if _, err := w.RecordSources(ctx, "run-3", []claim.Source{{Host: "laptop", Inbox: "/i", Name: "late.md", SHA256: qSum("late"), Size: 4}}); err != nil {
 		t.Fatal(err)
 	}

@@ -45,12 +45,17 @@ func (t writeTurn) take(ctx context.Context) (func(), error) {
 type writeTx struct {
 	*sql.Tx
 	release func()
+	ckpt    *checkpointer
 	done    bool
 }
 
 func (t *writeTx) Commit() error {
 	defer t.end()
-	return t.Tx.Commit()
+	err := t.Tx.Commit()
+	if err == nil {
+		t.ckpt.committed()
+	}
+	return err
 }
 
 func (t *writeTx) Rollback() error {
@@ -77,7 +82,7 @@ func (l *Ledger) begin(ctx context.Context) (*writeTx, error) {
 		release()
 		return nil, err
 	}
-	return &writeTx{Tx: tx, release: release}, nil
+	return &writeTx{Tx: tx, release: release, ckpt: l.ckpt}, nil
 }
 
 // exec runs one writing statement in its turn.
@@ -87,5 +92,9 @@ func (l *Ledger) exec(ctx context.Context, query string, args ...any) (sql.Resul
 		return nil, err
 	}
 	defer release()
-	return l.db.ExecContext(ctx, query, args...)
+	res, err := l.db.ExecContext(ctx, query, args...)
+	if err == nil {
+		l.ckpt.committed()
+	}
+	return res, err
 }
