@@ -10,8 +10,10 @@ package receipts
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/durable"
@@ -243,22 +245,64 @@ func Marshal(r *Receipt) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Write stores <run-id>.json, then replaces latest.json and latest.log, in
-// dir (created if needed). It returns the per-run file's path.
+// Write stores <run-id>.json, then replaces latest.log and latest.json, in
+// dir (created if needed). It returns the per-run file's path. The three
+// files are written first and fsynced together, then put in place in that
+// order, and the directory is synced once: a run's end waits for one
+// round of syncs, not three. A crash in between leaves temporary files,
+// which the ingester's next run removes.
 func Write(dir string, r *Receipt, log []byte) (string, error) {
-	root, data, path, err := writeRun(dir, r)
+	data, err := Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	root, err := openDir(dir)
 	if err != nil {
 		return "", err
 	}
 	defer root.Close()
-	failpoint.Inject("receipt.written")
-	if err := durable.WriteFile(root, "latest.log", log, 0o600); err != nil {
+	name := r.RunID + ".json"
+	files := []struct {
+		name string
+		data []byte
+	}{{name, data}, {"latest.log", log}, {"latest.json", data}}
+	temps := make([]*durable.Temp, 0, len(files))
+	drop := func() {
+		for _, t := range temps {
+			t.Remove()
+		}
+	}
+	for _, f := range files {
+		t, err := durable.OpenTemp(root, f.name, f.data, 0o600)
+		if err != nil {
+			drop()
+			return "", fmt.Errorf("receipts: %w", err)
+		}
+		temps = append(temps, t)
+	}
+	errs := make([]error, len(temps))
+	var wg sync.WaitGroup
+	for i, t := range temps {
+		wg.Go(func() { errs[i] = t.Sync() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		drop()
 		return "", fmt.Errorf("receipts: %w", err)
 	}
-	if err := durable.WriteFile(root, "latest.json", data, 0o600); err != nil {
+	for i, t := range temps {
+		if err := t.Rename(); err != nil {
+			drop()
+			return "", fmt.Errorf("receipts: %w", err)
+		}
+		if i == 0 {
+			failpoint.Inject("receipt.written")
+		}
+	}
+	if err := durable.SyncDir(root, "."); err != nil {
 		return "", fmt.Errorf("receipts: %w", err)
 	}
-	return path, nil
+	return root.Name() + "/" + name, nil
 }
 
 // WriteRun stores <run-id>.json in dir (created if needed), durably and
@@ -267,34 +311,32 @@ func Write(dir string, r *Receipt, log []byte) (string, error) {
 // receipts of `handoff import processed` and `handoff review` are written
 // so. It returns the file's path.
 func WriteRun(dir string, r *Receipt) (string, error) {
-	root, _, path, err := writeRun(dir, r)
+	data, err := Marshal(r)
 	if err != nil {
 		return "", err
 	}
-	root.Close()
-	return path, nil
+	root, err := openDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	name := r.RunID + ".json"
+	if err := durable.WriteFile(root, name, data, 0o600); err != nil {
+		return "", fmt.Errorf("receipts: %w", err)
+	}
+	return root.Name() + "/" + name, nil
 }
 
-// writeRun stores <run-id>.json in dir and returns dir opened as a root
-// (the caller closes it), the receipt's bytes and the file's path.
-func writeRun(dir string, r *Receipt) (*os.Root, []byte, string, error) {
-	data, err := Marshal(r)
-	if err != nil {
-		return nil, nil, "", err
-	}
+// openDir creates dir if needed and opens it as a root.
+func openDir(dir string) (*os.Root, error) {
 	if err := durable.MkdirAllPath(dir, 0o700); err != nil {
-		return nil, nil, "", fmt.Errorf("receipts: %w", err)
+		return nil, fmt.Errorf("receipts: %w", err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("receipts: %w", err)
+		return nil, fmt.Errorf("receipts: %w", err)
 	}
-	name := r.RunID + ".json"
-	if err := durable.WriteFile(root, name, data, 0o600); err != nil {
-		root.Close()
-		return nil, nil, "", fmt.Errorf("receipts: %w", err)
-	}
-	return root, data, root.Name() + "/" + name, nil
+	return root, nil
 }
 
 // Decode parses a receipt strictly: unknown fields are errors.

@@ -88,7 +88,33 @@ func TestWriteAndRead(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "latest.log")); string(b) != "log line\n" {
 		t.Errorf("latest.log = %q", b)
 	}
+	run, _ := os.ReadFile(p)
+	latest, _ := os.ReadFile(filepath.Join(dir, "latest.json"))
+	if len(run) == 0 || string(run) != string(latest) {
+		t.Errorf("latest.json is not the run's receipt:\n%s\n%s", latest, run)
+	}
+	if ents, err := os.ReadDir(dir); err != nil || len(ents) != 3 {
+		t.Errorf("receipts dir holds %d files (%v), want the run's receipt, latest.json and latest.log", len(ents), err)
+	}
 	if _, err := Decode([]byte(`{"schema_version": 2}`)); err == nil || !strings.Contains(err.Error(), "schema_version 2") {
 		t.Errorf("Decode accepted schema 2: %v", err)
+	}
+}
+
+// TestWriteFailureLeavesNoTemps: when a file cannot be put in place, Write
+// says which and leaves no temporary file behind (nothing written outside
+// the three names).
+func TestWriteFailureLeavesNoTemps(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "receipts")
+	if err := os.MkdirAll(filepath.Join(dir, "latest.json", "in-the-way"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := &Receipt{SchemaVersion: 1, RunID: "20261129T203600Z-3f9a1c", Mode: ModeApply, Outcome: OutcomeOK, Status: StatusEmpty}
+	_, err := Write(dir, r, []byte("log line\n"))
+	if err == nil || !strings.Contains(err.Error(), "latest.json") {
+		t.Fatalf("Write over a directory named latest.json: %v, want an error naming it", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".handoff-tmp.*")); len(left) != 0 {
+		t.Errorf("Write left %v behind", left)
 	}
 }
