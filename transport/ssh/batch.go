@@ -2,12 +2,17 @@ package ssh
 
 import (
 	"io"
+	"runtime"
 	"sync"
 )
 
 // maxBatch bounds the bytes waiting in a batchWriter: past it, Write waits
 // for the stream, as a direct write would.
 const maxBatch = 1 << 20
+
+// coalesceBelow is the size under which the writer yields once before it
+// writes, so that more requests join the write.
+const coalesceBelow = 16 << 10
 
 // batchWriter coalesces the SFTP requests written while the stream is
 // busy into one write: each write to the SSH channel is an SSH packet and
@@ -71,6 +76,16 @@ func (b *batchWriter) flush() {
 			b.writing = false
 			b.cond.Broadcast()
 			return
+		}
+		if len(b.buf) < coalesceBelow {
+			// Let the requesters a burst of answers woke queue
+			// theirs first: one write for many, not one each.
+			b.mu.Unlock()
+			runtime.Gosched()
+			b.mu.Lock()
+			if b.err != nil {
+				continue
+			}
 		}
 		out := b.buf
 		b.buf = b.spare[:0]
