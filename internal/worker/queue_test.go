@@ -117,7 +117,9 @@ func heldQueue(poison string) (*fakeStore, *RecordQueue, *sync.WaitGroup) {
 
 // A group that fails is written again one write at a time: one bad write
 // fails only its own caller. Invariant: no source lost because of another
-// host's error.
+// host's error. The three writes are three hosts': a host's later batches
+// are refused once one of its own failed (TestRecordQueueKeepsAHostsBatchesAPrefix),
+// and their order here is the scheduler's.
 func TestRecordQueueFailureIsItsOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, q, wg := heldQueue("bad.md")
@@ -125,8 +127,9 @@ func TestRecordQueueFailureIsItsOwn(t *testing.T) {
 		ctx := context.Background()
 		errs := make([]error, 3)
 		for i, name := range []string{"ok1.md", "bad.md", "ok2.md"} {
+			host := fmt.Sprintf("h%d", i+1)
 			wg.Go(func() {
-				_, errs[i] = q.Recorder("h1").StoreSources(ctx, "run", []claim.Source{src("h1", name)}, fakeContents)
+				_, errs[i] = q.Recorder(host).StoreSources(ctx, "run", []claim.Source{src(host, name)}, fakeContents)
 			})
 		}
 		synctest.Wait()
