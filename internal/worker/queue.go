@@ -242,12 +242,12 @@ func (q *RecordQueue) Recorder(host string) claim.Recorder {
 
 // hostRecorder writes through the queue only sources of its own host: a
 // worker gone wrong cannot record or archive another host's files.
-var _ claim.QueueRecorder = hostRecorder{}
-
 type hostRecorder struct {
 	q    *RecordQueue
 	host string
 }
+
+var _ claim.QueueRecorder = hostRecorder{}
 
 func (h hostRecorder) check(srcs []claim.Source) error {
 	for _, s := range srcs {
@@ -272,9 +272,8 @@ func (h hostRecorder) StoreSources(ctx context.Context, runID string, srcs []cla
 }
 
 // QueueSources checks a batch as StoreSources does and returns once the
-// queue holds it.
-// A batch refused here counts as a failed store: the host's later ones
-// are refused too.
+// queue holds it. A batch refused here counts as a failed store: the
+// host's later ones are refused too.
 func (h hostRecorder) QueueSources(ctx context.Context, _ string, srcs []claim.Source, contents map[string][]byte) (wait func() (int, error), err error) {
 	if err := h.checkStore(srcs, contents); err != nil {
 		h.q.mu.Lock()
