@@ -48,7 +48,7 @@ func putContents(ctx context.Context, tx *writeTx, nums *numbers, stmt **sql.Stm
 		if data == nil {
 			data = []byte{} // an empty blob, not NULL, which OR IGNORE would skip
 		}
-		if _, err := (*stmt).ExecContext(ctx, id, sha, data); err != nil {
+		if _, err := (*stmt).ExecContext(rowContext(ctx), id, sha, data); err != nil {
 			return err
 		}
 	}

@@ -121,7 +121,7 @@ func TestFinishAll(t *testing.T) {
 
 // BenchmarkFinishAll: one ingest batch's bookkeeping, 1,024 rows.
 func BenchmarkFinishAll(b *testing.B) {
-	ctx := context.Background()
+	ctx := runContext(b)
 	for b.Loop() {
 		b.StopTimer()
 		l, fs := finishLedger(b, 1024)

@@ -322,6 +322,7 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 		}
 	}()
 	at := now()
+	rctx := rowContext(ctx)
 	for _, w := range ws {
 		w.Added = 0
 		if err := putContents(ctx, tx, &nums, &content, w.Contents); err != nil {
@@ -335,11 +336,14 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 			defer record.Close()
 		}
 		for _, s := range w.Record {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			id, err := nums.of(ctx, tx, s.SHA256)
 			if err != nil {
 				return err
 			}
-			res, err := record.ExecContext(ctx, s.SHA256, id, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
+			res, err := record.ExecContext(rctx, s.SHA256, id, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
 			if err != nil {
 				return err
 			}
@@ -355,7 +359,10 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 			defer archived.Close()
 		}
 		for _, s := range w.Archived {
-			if _, err := archived.ExecContext(ctx, s.ArchivedAs, s.Host, s.Inbox, s.Name, s.SHA256); err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := archived.ExecContext(rctx, s.ArchivedAs, s.Host, s.Inbox, s.Name, s.SHA256); err != nil {
 				return err
 			}
 		}
@@ -516,7 +523,11 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 			break
 		}
 	}
+	rctx := rowContext(ctx)
 	for _, f := range fs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		o := f.O
 		d, mine := decided[f.PlanID]
 		mine = mine && f.PlanID != 0
@@ -525,7 +536,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 			if err := finishDecided(ctx, tx.Tx, d, f, runID, at); err != nil {
 				return err
 			}
-		} else if _, err := srcStmt.ExecContext(ctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
+		} else if _, err := srcStmt.ExecContext(rctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
 			return err
 		}
 		if o.OwnResult() && !mine {
@@ -535,7 +546,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 				}
 				defer hoStmt.Close()
 			}
-			res, err := hoStmt.ExecContext(ctx, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at, f.Src.SHA256)
+			res, err := hoStmt.ExecContext(rctx, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at, f.Src.SHA256)
 			if err := one(res, err, "result of", f.Src.SHA256); err != nil {
 				return err
 			}
@@ -551,7 +562,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 			if o.Result == receipts.ResultReview {
 				state = planAbandoned
 			}
-			if _, err := planStmt.ExecContext(ctx, state, f.PlanID); err != nil {
+			if _, err := planStmt.ExecContext(rctx, state, f.PlanID); err != nil {
 				return err
 			}
 		}
@@ -590,8 +601,12 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 	}
 	defer stmt.Close()
 	at := now()
+	rctx := rowContext(ctx)
 	for _, p := range ps {
-		res, err := stmt.ExecContext(ctx, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res, err := stmt.ExecContext(rctx, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
 		if err != nil {
 			return err
 		}

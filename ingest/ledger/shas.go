@@ -111,6 +111,9 @@ func (n *numbers) of(ctx context.Context, tx *writeTx, sha string) (int64, error
 	if id, ok := n.ids[sha]; ok {
 		return id, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	if n.get == nil {
 		var err error
 		if n.add, err = tx.PrepareContext(ctx, `INSERT INTO shas (sha256) VALUES (?) ON CONFLICT (sha256) DO NOTHING RETURNING id`); err != nil {
@@ -122,9 +125,10 @@ func (n *numbers) of(ctx context.Context, tx *writeTx, sha string) (int64, error
 		n.ids = map[string]int64{}
 	}
 	var id int64
-	err := n.add.QueryRowContext(ctx, sha).Scan(&id)
+	rctx := rowContext(ctx)
+	err := n.add.QueryRowContext(rctx, sha).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) { // numbered before
-		err = n.get.QueryRowContext(ctx, sha).Scan(&id)
+		err = n.get.QueryRowContext(rctx, sha).Scan(&id)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("ledger: number of %.12s: %w", sha, err)

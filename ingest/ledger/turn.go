@@ -85,6 +85,14 @@ func (l *Ledger) begin(ctx context.Context) (*writeTx, error) {
 	return &writeTx{Tx: tx, release: release, ckpt: l.ckpt}, nil
 }
 
+// rowContext is ctx without its end, for the statements a write
+// transaction runs once for each of its rows. For a statement whose
+// context can end, the driver starts a goroutine to watch it and sets a
+// progress handler, which cost more than a one-row statement itself; the
+// loops check ctx between rows instead, and database/sql rolls the
+// transaction back once ctx ends.
+func rowContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // exec runs one writing statement in its turn.
 func (l *Ledger) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	release, err := l.turn.take(ctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,4 +136,98 @@ func TestApplyGroup(t *testing.T) {
 	if n != 7 || acked != 1 || run1 != 5 {
 		t.Errorf("%d sources, %d acknowledged, %d stored by run-1; want 7, 1, 5", n, acked, run1)
 	}
+}
+
+// endingCtx ends, as far as its Err says, after its first n calls, as a
+// run interrupted between two rows of a batch would; its Done channel
+// never closes, so that only the loops' own checks can see the end.
+type endingCtx struct {
+	context.Context
+	left atomic.Int32
+}
+
+func endAfter(n int32) *endingCtx {
+	c := &endingCtx{Context: context.Background()}
+	c.left.Store(n)
+	return c
+}
+
+func (c *endingCtx) Err() error {
+	if c.left.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Invariant: nothing recorded in part. A write transaction's per-row
+// statements run without the context's end (rowContext), so its loops
+// look at the context between rows: a batch whose run is interrupted in
+// the middle stops there and commits none of its rows, and the next run
+// finds the batch as it was.
+func TestRowsStopWhenContextEnds(t *testing.T) {
+	const n = 30
+	t.Run("record", func(t *testing.T) {
+		l, err := Open(filepath.Join(t.TempDir(), "ledger.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := l.RecordSources(endAfter(n/2), "run", lockSources("laptop", n)); !errors.Is(err, context.Canceled) {
+			t.Fatalf("recording through an interruption: %v", err)
+		}
+		if rows, err := l.PendingSources(context.Background()); err != nil || len(rows) != 0 {
+			t.Fatalf("%d sources recorded (%v), want none", len(rows), err)
+		}
+	})
+	t.Run("archived", func(t *testing.T) {
+		l, err := Open(filepath.Join(t.TempDir(), "ledger.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		srcs := lockSources("laptop", n)
+		if _, err := l.RecordSources(context.Background(), "run", srcs); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.MarkArchived(endAfter(n/2), srcs); !errors.Is(err, context.Canceled) {
+			t.Fatalf("marking through an interruption: %v", err)
+		}
+		if left, err := l.Unarchived(context.Background(), "laptop"); err != nil || len(left) != n {
+			t.Fatalf("%d sources still unarchived (%v), want all %d", len(left), err, n)
+		}
+	})
+	t.Run("plans", func(t *testing.T) {
+		l, err := Open(filepath.Join(t.TempDir(), "ledger.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := l.RecordSources(context.Background(), "run", lockSources("laptop", n)); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := l.PendingSources(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []*Plan
+		for _, r := range rows {
+			ps = append(ps, &Plan{SHA256: r.SHA256, SourceID: r.ID, Kind: "card", Action: "create", Target: "memory/cards/x-" + r.Name, After: r.SHA256, Content: []byte("card")})
+		}
+		if err := l.InsertPlans(endAfter(n/2), "run2", ps); !errors.Is(err, context.Canceled) {
+			t.Fatalf("planning through an interruption: %v", err)
+		}
+		var planned int
+		if err := l.db.QueryRow(`SELECT count(*) FROM plans`).Scan(&planned); err != nil || planned != 0 {
+			t.Fatalf("%d plans of the interrupted batch (%v), want none", planned, err)
+		}
+	})
+	t.Run("finish", func(t *testing.T) {
+		l, fs := finishLedger(t, n)
+		if err := l.FinishAll(endAfter(n/2), "run2", fs); !errors.Is(err, context.Canceled) {
+			t.Fatalf("finishing through an interruption: %v", err)
+		}
+		if rows, err := l.PendingSources(context.Background()); err != nil || len(rows) != n {
+			t.Fatalf("%d sources still pending (%v), want all %d", len(rows), err, n)
+		}
+	})
 }
