@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim/spool"
@@ -34,9 +35,9 @@ type state struct {
 // puller is how the run's pulls are made: in workers (opts.Worker) or in
 // this process, recording through the run's queue, and telling
 // opts.Progress of a worker's progress as a "pulling" update.
-func (s *state) puller(opts Options, runID string, log *slog.Logger) *worker.Puller {
+func (s *state) puller(opts Options, hosts int, runID string, log *slog.Logger) *worker.Puller {
 	return &worker.Puller{Binary: opts.Worker, Dial: opts.Dial, WalksDir: s.walksDir, Records: s.records, RunID: runID,
-		DryRun: opts.DryRun, Now: opts.Now, Log: log,
+		DryRun: opts.DryRun, Now: opts.Now, Log: log, Procs: worker.Procs(runtime.GOMAXPROCS(0), min(hosts, opts.Parallel)),
 		Progress: func(host string, inboxes, pulled int) {
 			opts.Progress(HostProgress{Host: host, State: "pulling", Inboxes: inboxes, Pulled: pulled})
 		}}

@@ -242,7 +242,7 @@ func (ru *run) startPulls(ctx context.Context) (stored <-chan struct{}, pulled <
 	ru.st.records = worker.StartRecordQueue(ru.st.led, ru.r.RunID, ru.log)
 	go func() {
 		defer close(done)
-		ru.reports, ru.sessions = pullAll(ctx, ru.hosts, pullOpts, ru.st.puller(pullOpts, ru.r.RunID, ru.log))
+		ru.reports, ru.sessions = pullAll(ctx, ru.hosts, pullOpts, ru.st.puller(pullOpts, len(ru.hosts), ru.r.RunID, ru.log))
 		ru.st.records.Stop()
 	}()
 	return storedc, done

@@ -46,6 +46,21 @@ type Puller struct {
 	// and handoffs stored so far) as it comes.
 	Progress func(host string, inboxes, pulled int)
 	Log      *slog.Logger
+	// Procs is how many threads each worker's Go code may run on at once
+	// (GOMAXPROCS; see Procs); 0 leaves the worker's runtime its default.
+	Procs int
+}
+
+// Procs is a worker's share of the run's cores when workers pull at
+// once: cores / workers, at least one. A worker mostly waits on its host,
+// and one that may run on more threads than its share spends CPU waking
+// and parking them for each reply (futex and scheduler work, about a
+// tenth of the workers' CPU at eight hosts on two cores).
+func Procs(cores, workers int) int {
+	if workers <= 0 {
+		return cores
+	}
+	return max(1, cores/workers)
 }
 
 // Pull pulls host h and returns its report. For a host with a mirror
@@ -100,7 +115,7 @@ func (p *Puller) inWorker(ctx context.Context, h manifest.HostConfig) (claim.Hos
 	}
 	wantMirror := h.Mirror != nil
 	job, err := json.Marshal(Job{Host: h, RunID: p.RunID, DryRun: p.DryRun, Mirror: wantMirror, WalkHint: claim.WalkHintPath(p.WalksDir, h.Name),
-		SSHConfig: setup.HandedSSHConfig(h)})
+		SSHConfig: setup.HandedSSHConfig(h), Procs: p.Procs})
 	if err != nil {
 		return fail("worker: %v", err), nil
 	}

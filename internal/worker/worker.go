@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
@@ -36,6 +37,8 @@ type Job struct {
 	// which the worker resolves the host with instead of reading the
 	// file again; nil: the worker reads it.
 	SSHConfig *sshfs.ConfigFile `json:"ssh_config,omitempty"`
+	// Procs, when above zero, is the worker's GOMAXPROCS (Puller.Procs).
+	Procs int `json:"procs,omitempty"`
 }
 
 // maxJobBytes bounds what a worker reads on stdin: the pull's Job, with
@@ -55,6 +58,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, records net.Conn, log 
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("worker: read job: %w", err)
+	}
+	if job.Procs > 0 {
+		runtime.GOMAXPROCS(job.Procs)
 	}
 	rep, fsys := pullJob(ctx, job, newRecordClient(records), log)
 	if fsys != nil {

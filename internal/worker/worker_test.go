@@ -1,9 +1,13 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"maps"
+	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -69,8 +73,8 @@ func TestWireNames(t *testing.T) {
 		v    any
 		want []string
 	}{
-		{Job{RunID: "r", WalkHint: "w", DryRun: true, Mirror: true, SSHConfig: &sshfs.ConfigFile{}},
-			[]string{"dry_run", "host", "mirror", "run_id", "ssh_config", "walk_hint"}},
+		{Job{RunID: "r", WalkHint: "w", DryRun: true, Mirror: true, SSHConfig: &sshfs.ConfigFile{}, Procs: 1},
+			[]string{"dry_run", "host", "mirror", "procs", "run_id", "ssh_config", "walk_hint"}},
 		{mirror.Job{Skip: true, Workspace: "ws", StateFile: "st", Canonical: "c", RunID: "r", Now: time.Unix(0, 0), DryRun: true, WorkspaceID: "id", Adopt: true},
 			[]string{"adopt", "canonical", "dry_run", "now", "run_id", "skip", "state_file", "workspace", "workspace_id"}},
 	} {
@@ -85,5 +89,38 @@ func TestWireNames(t *testing.T) {
 		if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, c.want) {
 			t.Errorf("%T on the wire has %q, want %q", c.v, got, c.want)
 		}
+	}
+}
+
+// TestProcs: workers pulling at once share the cores, one thread each at
+// least; a lone worker keeps them all.
+func TestProcs(t *testing.T) {
+	for _, c := range []struct{ cores, workers, want int }{
+		{2, 8, 1}, {2, 2, 1}, {8, 2, 4}, {8, 3, 2}, {4, 1, 4}, {1, 1, 1}, {4, 0, 4},
+	} {
+		if got := Procs(c.cores, c.workers); got != c.want {
+			t.Errorf("Procs(%d, %d) = %d, want %d", c.cores, c.workers, got, c.want)
+		}
+	}
+}
+
+// TestServeTakesProcs: a worker runs its Go code on as many threads as
+// its job says, before it dials.
+func TestServeTakesProcs(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(2)
+	records, far := net.Pipe()
+	defer far.Close()
+	go io.Copy(io.Discard, far)
+	job := `{"host":{"name":"nowhere","transport":"nonesuch"},"run_id":"r","dry_run":true,"procs":1}`
+	var out strings.Builder
+	if err := Serve(context.Background(), strings.NewReader(job), &out, records, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("GOMAXPROCS %d after a job with procs 1", got)
+	}
+	if !strings.Contains(out.String(), `"error"`) {
+		t.Fatalf("report %s, want the host's failure", out.String())
 	}
 }
