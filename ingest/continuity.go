@@ -41,9 +41,11 @@ func ThreadKey(data []byte) string {
 	return ContinuesKey(h.Continues)
 }
 
-// threadKeyOf is ThreadKey of the bytes h was parsed from.
+// threadKeyOf is ThreadKey of the bytes h was parsed from. Most
+// handoffs have no Continues section, and for them the key is "" without
+// a look at the bytes.
 func threadKeyOf(h *Handoff) string {
-	if len(h.raw) > maxThreadHandoff || !continuesRE.MatchString(h.raw) {
+	if h.Continues == "" || len(h.raw) > maxThreadHandoff || !continuesRE.MatchString(h.raw) {
 		return ""
 	}
 	return ContinuesKey(h.Continues)

@@ -38,6 +38,8 @@ func FuzzParse(f *testing.F) {
 		"# Memory Handoff\n## Suggested card content\n---\n&a [*a, *a]\n---\n",
 		"# Memory Handoff\n## Suggested card content\n  ```markdown\n  ---\n  topic: x\n  ---\n  ```\n## Target document\n(n/a — card-only)\n",
 		"# Memory Handoff\n## Suggested card content\n~~~~\n```\n~~~\n~~~~\n## Target card\n(none\n)\n",
+		"# Memory Handoff\n## Continues\n`2026-04-20-1537-a.md`\n## continues \r\n- 3f2a9c81\n",
+		"# Memory Handoff\n##Continues\nabcd\n## Continues:\nabcd\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -105,6 +107,11 @@ func FuzzParse(f *testing.F) {
 		}
 		if c := h.Card; ps == nil && c != nil && !CardNameRE.MatchString(c.Name) {
 			t.Errorf("valid handoff with unsafe card name %q", c.Name)
+		}
+		// The ingester's thread key of a parsed handoff is the one the
+		// mirror's repos/ reads from its stored bytes.
+		if got, want := threadKeyOf(h), ThreadKey(data); got != want {
+			t.Errorf("thread key %q of the parsed handoff, %q of its bytes", got, want)
 		}
 	})
 }
