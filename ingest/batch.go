@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gohash "hash"
 	"path"
 	"sync"
 	"time"
@@ -68,11 +69,15 @@ type item struct {
 	slow     bool // left to apply, one plan at a time
 }
 
-// viewed is a target as a batch's plans leave it.
+// viewed is a target as the planner reads it: from disk, or as a batch's
+// plans leave it.
 type viewed struct {
 	data   []byte
 	exists bool
-	sum    string
+	sum    string // SHA-256 of data, "" when absent
+	// tail, when not nil, is the SHA-256 state of data without its
+	// trailing newlines, where an append continues (appendDocument).
+	tail gohash.Cloner
 }
 
 // batch is the state of one batch.
@@ -320,7 +325,7 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 		b.bytes -= len(b.view[p.Target].data)
 	}
 	b.last[p.Target] = it
-	b.view[p.Target] = viewed{data: p.next, exists: true, sum: p.After}
+	b.view[p.Target] = viewed{data: p.next, exists: true, sum: p.After, tail: p.tail}
 	if p.Kind == kindCard {
 		if it.temp, err = b.stage(p.Target, p.next); err != nil {
 			return nil, fmt.Errorf("ingest: write %s: %w", p.Target, err)
@@ -328,7 +333,7 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 	} else {
 		b.bytes += len(p.next)
 	}
-	p.cur, p.next = nil, nil
+	p.cur, p.next, p.tail = nil, nil, nil
 	return it, nil
 }
 
@@ -353,13 +358,13 @@ func (b *batch) stageTargets() error {
 // read is the planner's view of a target: as the batch's plans leave it,
 // as the batch being applied is about to leave it, or as it is on disk. A
 // dry run plans every handoff on the disk's content.
-func (b *batch) read(target string) ([]byte, bool, string, error) {
+func (b *batch) read(target string) (viewed, error) {
 	if v, ok := b.view[target]; ok {
-		return v.data, v.exists, v.sum, nil
+		return v, nil
 	}
 	if b.prev != nil {
 		if v, ok := b.prev.view[target]; ok {
-			return v.data, v.exists, v.sum, nil
+			return v, nil
 		}
 	}
 	return b.in.readDisk(target)

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -182,4 +183,38 @@ func heapAllocs() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// FuzzAppendSums: the hash of a document after appends, continued from
+// the tail state of each step (appendDocument), is the hash of its bytes,
+// whatever newlines the document and the appended texts begin or end
+// with.
+func FuzzAppendSums(f *testing.F) {
+	for _, s := range [][3]string{
+		{"", "a", "b"}, {"\n\n", "a", ""}, {"# Tools\n", "- grep\n", "\n\n"},
+		{"x\n\n\n", "", "y"}, {"no newline", "a\nb", "c\n"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, old, a, b string) {
+		v := viewed{data: []byte(old), exists: true}
+		v.sum, v.tail = sums(v.data)
+		if v.sum != hash(v.data) {
+			t.Fatalf("sums(%q) = %s, want %s", old, v.sum, hash(v.data))
+		}
+		for _, content := range []string{a, b, a} {
+			next, sum, tail := appendDocument(v, content)
+			if want := AppendDocument(v.data, content); !bytes.Equal(next, want) {
+				t.Fatalf("appendDocument wrote %q, AppendDocument %q", next, want)
+			}
+			if sum != hash(next) {
+				t.Fatalf("hash of %q continued from its tail is %s, want %s", next, sum, hash(next))
+			}
+			v = viewed{data: next, exists: true, sum: sum, tail: tail}
+		}
+		// Without a tail the whole document is hashed.
+		if _, sum, _ := appendDocument(viewed{data: v.data, exists: true}, a); sum != hash(AppendDocument(v.data, a)) {
+			t.Fatalf("hash without a tail is %s", sum)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	gohash "hash"
 	"io"
 	"log/slog"
 	"strconv"
@@ -182,17 +183,18 @@ const (
 )
 
 // readFunc reads a target for the planner: its content, whether it
-// exists, and the content's SHA-256 ("" when absent). It fails with
-// *errUnsafe for a target that cannot be written safely.
-type readFunc func(target string) (data []byte, exists bool, sum string, err error)
+// exists, and the content's SHA-256. It fails with *errUnsafe for a
+// target that cannot be written safely.
+type readFunc func(target string) (viewed, error)
 
 // readDisk is the readFunc of the workspace as it is on disk.
-func (in *Ingester) readDisk(target string) ([]byte, bool, string, error) {
+func (in *Ingester) readDisk(target string) (viewed, error) {
 	data, exists, err := in.ws.read(target)
 	if err != nil || !exists {
-		return nil, false, "", err
+		return viewed{}, err
 	}
-	return data, true, hash(data), nil
+	sum, tail := sums(data)
+	return viewed{data: data, exists: true, sum: sum, tail: tail}, nil
 }
 
 // plan decides the change a valid handoff makes to its target as read
@@ -217,10 +219,11 @@ func planWith(src sourceRow, h *Handoff, read readFunc, ov Override) (*plan, str
 	p := &plan{Plan: ledger.Plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}}
 	if h.Card != nil {
 		p.Kind, p.Target = kindCard, layout.CardsDir+"/"+h.Card.Name
-		cur, exists, sum, err := read(p.Target)
+		v, err := read(p.Target)
 		if reason, err := unsafeReason(err); reason != "" || err != nil {
 			return p, reason, err
 		}
+		cur, exists, sum := v.data, v.exists, v.sum
 		p.Before = sum
 		reason := ""
 		switch {
@@ -252,13 +255,12 @@ func planWith(src sourceRow, h *Handoff, read readFunc, ov Override) (*plan, str
 	}
 	p.Kind, p.Target = kindDocument, h.Document.Target
 	p.Content = []byte(h.Document.Content)
-	cur, _, sum, err := read(p.Target)
+	v, err := read(p.Target)
 	if reason, err := unsafeReason(err); reason != "" || err != nil {
 		return p, reason, err
 	}
-	p.Before, p.cur = sum, cur
-	p.next = AppendDocument(cur, h.Document.Content)
-	p.After = hash(p.next)
+	p.Before, p.cur = v.sum, v.data
+	p.next, p.After, p.tail = appendDocument(v, h.Document.Content)
 	return p, "", nil
 }
 
@@ -285,11 +287,11 @@ func namedTargetHash(h *Handoff, read readFunc) string {
 	if t == "" {
 		return ""
 	}
-	_, _, sum, err := read(t)
+	v, err := read(t)
 	if err != nil {
 		return ""
 	}
-	return sum
+	return v.sum
 }
 
 // unplanned gives its result to a valid source that the planner gave a
@@ -582,4 +584,50 @@ func unsafeReason(err error) (string, error) {
 func hash(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// sums returns data's SHA-256 and the hash's state after data without its
+// trailing newlines (viewed.tail), in one pass; the state is nil if it
+// cannot be kept.
+func sums(data []byte) (string, gohash.Cloner) {
+	kept := len(bytes.TrimRight(data, "\n"))
+	d := sha256.New()
+	d.Write(data[:kept])
+	tail, ok := d.(gohash.Cloner)
+	if ok {
+		var err error
+		if tail, err = tail.Clone(); err != nil {
+			tail = nil
+		}
+	}
+	d.Write(data[kept:])
+	return hex.EncodeToString(d.Sum(nil)), tail
+}
+
+// appendDocument is AppendDocument on the target v, with the new
+// content's SHA-256 and tail state. The hash continues from v's tail, so
+// an append costs the appended bytes, not the whole document: a batch
+// appends to one document many times, and documents grow with the memory.
+func appendDocument(v viewed, content string) (next []byte, sum string, tail gohash.Cloner) {
+	next = AppendDocument(v.data, content)
+	if v.tail == nil {
+		sum, tail = sums(next)
+		return next, sum, tail
+	}
+	t, err := v.tail.Clone()
+	if err != nil {
+		sum, tail = sums(next)
+		return next, sum, tail
+	}
+	// next begins with v.data without its trailing newlines, which the
+	// tail has hashed.
+	from, kept := len(bytes.TrimRight(v.data, "\n")), len(bytes.TrimRight(next, "\n"))
+	t.Write(next[from:kept])
+	d, err := t.Clone()
+	if err != nil {
+		sum, tail = sums(next)
+		return next, sum, tail
+	}
+	d.Write(next[kept:])
+	return next, hex.EncodeToString(d.Sum(nil)), t
 }

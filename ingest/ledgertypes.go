@@ -1,6 +1,10 @@
 package ingest
 
-import "github.com/handoff-sync/handoff/ingest/ledger"
+import (
+	gohash "hash"
+
+	"github.com/handoff-sync/handoff/ingest/ledger"
+)
 
 // The ledger's records, by the names the ingester's code uses.
 type (
@@ -13,8 +17,9 @@ type (
 // the ledger keeps of it, and what the planner read and computed.
 type plan struct {
 	ledger.Plan
-	cur  []byte // the target's content the plan was made on (nil when absent)
-	next []byte // the target's content once the plan is applied
+	cur  []byte        // the target's content the plan was made on (nil when absent)
+	next []byte        // the target's content once the plan is applied
+	tail gohash.Cloner // of next, for a document (viewed.tail)
 }
 
 // ledgerPlans are the ledger's views of plans, which share their ids.
