@@ -152,3 +152,17 @@ func BenchmarkDocumentAppends(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkParseMix parses 1,000 handoffs of the bench mix, as the
+// ingester and a pull's worker each do once a handoff.
+func BenchmarkParseMix(b *testing.B) {
+	data := make([][]byte, 1000)
+	for i := range data {
+		data[i] = []byte(mixedHandoff(i))
+	}
+	for b.Loop() {
+		for _, d := range data {
+			Parse(d)
+		}
+	}
+}

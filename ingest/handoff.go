@@ -163,24 +163,39 @@ func Parse(data []byte) (*Handoff, error) {
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		return nil, parseErrorf("NUL byte at offset %d; remove it", i)
 	}
-	text := strings.TrimPrefix(string(data), "\uFEFF")
+	raw := string(data)
+	text := strings.TrimPrefix(raw, "\uFEFF")
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 
-	h := &Handoff{Sections: map[string]string{}, raw: string(data)}
+	h := &Handoff{Sections: map[string]string{}, raw: raw}
 	titled := false
 	key := "" // the section being read
-	var body []string
+	// The section's body is its lines joined by "\n": the text from the
+	// start of its first line to the end of its last, taken as it is.
+	from, to := -1, -1
 	cardBody := "" // the card content section untrimmed, for unfence
 	flush := func() {
 		if key != "" {
-			b := strings.Join(body, "\n")
+			b := ""
+			if from >= 0 {
+				b = text[from:to]
+			}
 			h.Sections[key] = strings.TrimSpace(b)
 			if key == SectionCardContent {
 				cardBody = b
 			}
 		}
 	}
-	for n, line := range strings.Split(text, "\n") {
+	for n, start := 0, 0; start <= len(text); n++ {
+		end := strings.IndexByte(text[start:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		line := text[start:end]
+		lineStart := start
+		start = end + 1
 		if !titled {
 			if strings.Trim(line, " \t\r") == "" {
 				continue
@@ -193,7 +208,10 @@ func Parse(data []byte) (*Handoff, error) {
 		}
 		next, ok := sectionKey(line)
 		if !ok {
-			body = append(body, line)
+			if from < 0 {
+				from = lineStart
+			}
+			to = end
 			continue
 		}
 		flush()
@@ -201,7 +219,7 @@ func Parse(data []byte) (*Handoff, error) {
 			return nil, parseErrorf("line %d: section %q appears twice; merge them into one", n+1, "## "+sectionHeadings[next])
 		}
 		h.Sections[next] = ""
-		key, body = next, body[:0]
+		key, from, to = next, -1, -1
 	}
 	flush()
 	if !titled {
@@ -407,15 +425,34 @@ func sectionKey(line string) (string, bool) {
 		return "", false
 	}
 	name := strings.Trim(rest, " \t\r")
+	var lower [32]byte // longer than any known name
+	if len(name) > len(lower) {
+		return "", false
+	}
 	for i := 0; i < len(name); i++ {
-		if name[i] >= utf8.RuneSelf {
+		c := name[i]
+		if c >= utf8.RuneSelf {
 			return "", false
 		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
 	}
-	key := strings.ToLower(name)
-	_, known := sectionHeadings[key]
+	// The lookup with a converted key does not copy it; the key returned
+	// is the map's own.
+	key, known := sectionKeys[string(lower[:len(name)])]
 	return key, known
 }
+
+// sectionKeys maps each known section's key to itself.
+var sectionKeys = func() map[string]string {
+	m := make(map[string]string, len(sectionHeadings))
+	for k := range sectionHeadings {
+		m[k] = k
+	}
+	return m
+}()
 
 // Lint parses data and validates the result. A file that does not parse
 // yields a single parse-error problem.
