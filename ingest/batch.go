@@ -96,8 +96,11 @@ type batch struct {
 	targets []string
 	last    map[string]*item
 	dirs    map[string]bool // directories made sure of
-	files   []*staged
-	bytes   int
+	// opened holds the directories the batch's new files go into, open
+	// from the first file to the batch's end (nil in a dry run).
+	opened *durable.Dirs
+	files  []*staged
+	bytes  int
 	// sums memoizes the hashes of targets read from disk for review
 	// entries (reviewBefore).
 	sums map[string]string
@@ -211,6 +214,9 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []sourceRow, prev *batch) (_ *batch, err error) {
 	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}, sums: map[string]string{},
 		names: map[ledger.NameKey]*item{}}
+	if st != nil {
+		b.opened = durable.NewDirs(in.ws.root)
+	}
 	defer func() {
 		if err != nil {
 			b.cleanup()
@@ -424,9 +430,17 @@ func (b *batch) stageFile(name string, data []byte) (*staged, error) {
 	if err := b.in.ws.markWriting(); err != nil {
 		return nil, err
 	}
-	f := &staged{name: name, pending: b.st.Write(name, data, layout.FileMode(name))}
+	f := &staged{name: name, pending: b.st.WriteIn(b.opened, name, data, layout.FileMode(name))}
 	b.files = append(b.files, f)
 	return f, nil
+}
+
+// syncDirs fsyncs the directories the batch put files in place in.
+func (b *batch) syncDirs(dirs []string) error {
+	if b.opened != nil {
+		return b.opened.Sync(dirs, stageWorkers)
+	}
+	return durable.SyncDirs(b.in.ws.root, dirs, stageWorkers)
 }
 
 // waitFiles waits until the workers have written every new file of the
@@ -457,6 +471,15 @@ func (b *batch) cleanup() {
 			it.swapped = nil
 		}
 	}
+	b.closeDirs()
+}
+
+// closeDirs closes the batch's open directories once its files are used
+// up.
+func (b *batch) closeDirs() {
+	if b.opened != nil {
+		b.opened.Close()
+	}
 }
 
 // apply carries a decided batch to its end, steps 2 to 5 above, and
@@ -469,6 +492,7 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 		if err != nil {
 			b.cleanup()
 		}
+		b.closeDirs()
 	}()
 	began := time.Now()
 	var planned, placed, replaced time.Duration
@@ -588,7 +612,7 @@ func (b *batch) placeFiles() error {
 			dirs = append(dirs, kind.dir)
 		}
 	}
-	if err := durable.SyncDirs(b.in.ws.root, dirs, stageWorkers); err != nil {
+	if err := b.syncDirs(dirs); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
 	for _, d := range dirs {
@@ -690,7 +714,7 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 	if len(dirs) == 0 {
 		return moved, nil
 	}
-	if err := durable.SyncDirs(in.ws.root, dirs, stageWorkers); err != nil {
+	if err := b.syncDirs(dirs); err != nil {
 		return moved, fmt.Errorf("ingest: %w", err)
 	}
 	failpoint.Inject("batch.targets-synced")

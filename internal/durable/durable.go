@@ -78,6 +78,7 @@ type Temp struct {
 	name string   // the name it is meant for
 	tmp  string   // its temporary name, in the same directory
 	f    *os.File // open until Sync, for a Temp from OpenTemp
+	dir  *os.File // its directory, for one from OpenTempIn (the Dirs's)
 	size int64
 	sum  [sha256.Size]byte // of the content, to tell another writer's appends from it
 }
@@ -109,6 +110,12 @@ func OpenTemp(root *os.Root, name string, data []byte, perm fs.FileMode) (_ *Tem
 	if err != nil {
 		return nil, fmt.Errorf("durable: create temp for %s: %w", name, err)
 	}
+	return fill(root, name, tmp, f, data)
+}
+
+// fill writes data to f, a new temporary file tmp for name, and returns
+// it as a Temp; on error f is closed and removed.
+func fill(root *os.Root, name, tmp string, f *os.File, data []byte) (_ *Temp, err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -154,7 +161,14 @@ func (t *Temp) Rename() error {
 		t.Remove()
 		return fmt.Errorf("durable: %s put in place before it was synced", t.name)
 	}
-	if err := t.root.Rename(t.tmp, t.name); err != nil {
+	var err error
+	if t.dir != nil {
+		dfd := int(t.dir.Fd())
+		err = unix.Renameat(dfd, path.Base(t.tmp), dfd, path.Base(t.name))
+	} else {
+		err = t.root.Rename(t.tmp, t.name)
+	}
+	if err != nil {
 		t.root.Remove(t.tmp)
 		return fmt.Errorf("durable: rename into %s: %w", t.name, err)
 	}
@@ -371,11 +385,13 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 			root.Remove(tmp)
 		}
 	}()
-	d, err := openDir(root, dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("durable: open dir %s: %w", dir, err)
+	d := t.dir
+	if d == nil {
+		if d, err = openDir(root, dir); err != nil {
+			return nil, nil, fmt.Errorf("durable: open dir %s: %w", dir, err)
+		}
+		defer d.Close()
 	}
-	defer d.Close()
 	dfd := int(d.Fd())
 	tbase := path.Base(tmp)
 

@@ -28,6 +28,7 @@ type Writer struct {
 
 // Pending is one file a Writer is writing.
 type Pending struct {
+	dirs *Dirs // nil: through the Writer's root
 	name string
 	data []byte
 	perm fs.FileMode
@@ -43,7 +44,11 @@ func NewWriter(root *os.Root, n int) *Writer {
 	w.wg.Go(func() {
 		defer close(syncq)
 		for p := range w.jobs {
-			p.tmp, p.err = OpenTemp(w.root, p.name, p.data, p.perm)
+			if p.dirs != nil {
+				p.tmp, p.err = OpenTempIn(p.dirs, p.name, p.data, p.perm)
+			} else {
+				p.tmp, p.err = OpenTemp(w.root, p.name, p.data, p.perm)
+			}
 			p.data = nil
 			if p.err != nil {
 				close(p.done)
@@ -68,7 +73,13 @@ func NewWriter(root *os.Root, n int) *Writer {
 // Write queues data for name (relative to the Writer's root); it waits only
 // while every worker is busy and the queue full.
 func (w *Writer) Write(name string, data []byte, perm fs.FileMode) *Pending {
-	p := &Pending{name: name, data: data, perm: perm, done: make(chan struct{})}
+	return w.WriteIn(nil, name, data, perm)
+}
+
+// WriteIn is Write with the file created in its directory's handle in d
+// (OpenTempIn); d must stay open until the file is used up.
+func (w *Writer) WriteIn(d *Dirs, name string, data []byte, perm fs.FileMode) *Pending {
+	p := &Pending{dirs: d, name: name, data: data, perm: perm, done: make(chan struct{})}
 	w.jobs <- p
 	return p
 }
@@ -90,9 +101,15 @@ func (p *Pending) Wait() (*Temp, error) {
 // SyncDirs fsyncs each of dirs (relative to root) once, at most n at once,
 // and returns every failure.
 func SyncDirs(root *os.Root, dirs []string, n int) error {
+	return eachDir(dirs, n, func(dir string) error { return SyncDir(root, dir) })
+}
+
+// eachDir calls sync for each of dirs, at most n at once, and returns
+// every failure.
+func eachDir(dirs []string, n int, sync func(dir string) error) error {
 	errs := make([]error, len(dirs))
 	fanout.Each(context.Background(), len(dirs), n, func(_ context.Context, i int) error {
-		errs[i] = SyncDir(root, dirs[i])
+		errs[i] = sync(dirs[i])
 		return nil
 	})
 	return errors.Join(errs...)
