@@ -116,7 +116,7 @@ func (n *numbers) of(ctx context.Context, tx *writeTx, sha string) (int64, error
 	}
 	if n.get == nil {
 		var err error
-		if n.add, err = tx.PrepareContext(ctx, `INSERT INTO shas (sha256) VALUES (?) ON CONFLICT (sha256) DO NOTHING RETURNING id`); err != nil {
+		if n.add, err = tx.PrepareContext(ctx, `INSERT INTO shas (sha256) VALUES (?) ON CONFLICT (sha256) DO NOTHING`); err != nil {
 			return 0, err
 		}
 		if n.get, err = tx.PrepareContext(ctx, `SELECT id FROM shas WHERE sha256 = ?`); err != nil {
@@ -124,10 +124,21 @@ func (n *numbers) of(ctx context.Context, tx *writeTx, sha string) (int64, error
 		}
 		n.ids = map[string]int64{}
 	}
+	// An insert's number is its row id. A statement's result, unlike a
+	// row read back, costs database/sql no goroutine to watch the
+	// transaction for it.
 	var id int64
 	rctx := rowContext(ctx)
-	err := n.add.QueryRowContext(rctx, sha).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) { // numbered before
+	res, err := n.add.ExecContext(rctx, sha)
+	var added int64
+	if err == nil {
+		added, err = res.RowsAffected()
+	}
+	switch {
+	case err != nil:
+	case added == 1:
+		id, err = res.LastInsertId()
+	default: // numbered before
 		err = n.get.QueryRowContext(rctx, sha).Scan(&id)
 	}
 	if err != nil {

@@ -146,3 +146,39 @@ func TestStoreEmptyContent(t *testing.T) {
 		l.Close()
 	}
 }
+
+// A content gets one number however often and wherever it is stored: a
+// second host's copy in a later transaction, and two names for it in one
+// transaction, are numbered as the first was (the insert adds no row
+// then, and the number is looked up). Invariant: every source names its
+// content's number, so nothing stored is lost to a lookup.
+func TestNumbersOfContentSeenBefore(t *testing.T) {
+	ctx := context.Background()
+	l, err := Open(t.TempDir() + "/ledger.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	data := []byte("# Memory Handoff\n")
+	sha := spool.Hash(data)
+	other := []byte("# Memory Handoff\nother\n")
+	for _, srcs := range [][]claim.Source{
+		{{Host: "a", Inbox: "/in", Name: "x.md", SHA256: sha}},
+		{{Host: "b", Inbox: "/in", Name: "x.md", SHA256: sha}, {Host: "b", Inbox: "/in", Name: "y.md", SHA256: sha},
+			{Host: "b", Inbox: "/in", Name: "z.md", SHA256: spool.Hash(other)}},
+	} {
+		if _, err := l.StoreSources(ctx, "run", srcs, map[string][]byte{sha: data, spool.Hash(other): other}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var shas, ids int
+	if err := l.db.QueryRow(`SELECT count(*) FROM shas`).Scan(&shas); err != nil || shas != 2 {
+		t.Fatalf("%d numbers (%v), want 2", shas, err)
+	}
+	if err := l.db.QueryRow(`SELECT count(DISTINCT sha_id) FROM sources WHERE sha256 = ?`, sha).Scan(&ids); err != nil || ids != 1 {
+		t.Fatalf("the content's three sources name %d numbers (%v), want 1", ids, err)
+	}
+	if err := l.IntegrityCheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
