@@ -828,10 +828,9 @@ func AppendDocument(old []byte, content string) []byte {
 	if len(old) == 0 {
 		return []byte(content + "\n")
 	}
-	out := bytes.TrimRight(old, "\n")
-	out = append(out[:len(out):len(out)], "\n\n"...)
-	out = append(out, content...)
-	return append(out, '\n')
+	// One allocation of the exact size, not zeroed (bytes.Join): a
+	// document grows with the memory and a batch appends to it often.
+	return bytes.Join([][]byte{bytes.TrimRight(old, "\n"), []byte("\n\n"), []byte(content), []byte("\n")}, nil)
 }
 
 // hiddenProblem reports the first character that can hide or disguise text:
