@@ -454,3 +454,43 @@ func TestGuardWriterSplitWrites(t *testing.T) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// endlessFrames serves one STATUS frame after another, forever, and
+// counts them.
+type endlessFrames struct {
+	n    atomic.Int64
+	rest []byte
+}
+
+func (e *endlessFrames) Read(p []byte) (int, error) {
+	if len(e.rest) == 0 {
+		id := uint32(e.n.Add(1))
+		e.rest = statusFrame(nil, id, fxOK, "")
+	}
+	n := copy(p, e.rest)
+	e.rest = e.rest[n:]
+	return n, nil
+}
+
+// The pump reads ahead of pkg/sftp, so that a burst of replies is handed
+// on without a wake-up for each, but holds at most pumpAhead frames that
+// were not taken: a server that sends without end fills no more memory
+// than that.
+func TestGuardReaderPumpsAheadBounded(t *testing.T) {
+	src := &endlessFrames{}
+	r := newGuardReader(src, newListGuard())
+	defer r.stop()
+	buf := make([]byte, maxSFTPFrame)
+	if _, err := r.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for src.n.Load() < pumpAhead+1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // let the pump run on if it would
+	// One frame taken, pumpAhead waiting, one read and blocked in the send.
+	if got := src.n.Load(); got < pumpAhead+1 || got > pumpAhead+2 {
+		t.Fatalf("the pump read %d frames with one taken, want %d to %d", got, pumpAhead+1, pumpAhead+2)
+	}
+}

@@ -31,6 +31,9 @@ const (
 	// maxEarlyCloses bounds the made-up CLOSE replies waiting for the
 	// reader to hand them on; past it a CLOSE waits for the server.
 	maxEarlyCloses = 64
+	// pumpAhead bounds the server's frames the pump has read and the
+	// reader not yet taken (at most pumpAhead × maxSFTPFrame bytes).
+	pumpAhead = 16
 )
 
 // listGuard bounds directory listings, each on its own: pkg/sftp's ReadDir
@@ -805,7 +808,7 @@ type pumped struct {
 }
 
 func newGuardReader(r io.Reader, g *listGuard) *guardReader {
-	return &guardReader{r: r, g: g, frames: make(chan pumped), quit: make(chan struct{})}
+	return &guardReader{r: r, g: g, frames: make(chan pumped, pumpAhead), quit: make(chan struct{})}
 }
 
 // stop ends the pump (once the stream is closed, it has nothing to read).
