@@ -842,7 +842,15 @@ func hiddenProblem(s string) *Problem {
 	var first rune
 	firstLine, count, line := 0, 0, 1
 	prevVS := false
-	for i, r := range s {
+	for i := 0; i < len(s); {
+		// Printable ASCII, most of any handoff, is never hidden: skip it
+		// without decoding.
+		if c := s[i]; c >= 0x20 && c < 0x7f {
+			prevVS = false
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
 		vs := isVariationSelector(r)
 		hidden := isHiddenRune(r) || (vs && prevVS) ||
 			(r == '\r' && i+1 < len(s) && s[i+1] != '\n')
@@ -856,6 +864,7 @@ func hiddenProblem(s string) *Problem {
 		if r == '\n' {
 			line++
 		}
+		i += size
 	}
 	if count == 0 {
 		return nil
