@@ -408,9 +408,10 @@ type SourceRow struct {
 	Inbox      string
 	Name       string
 	ArchivedAs string
-	// StoredRun is the run that stored it (PendingSourcesAfter and
-	// Source only).
+	// StoredRun is the run that stored it, and ShaID its content's
+	// number (PendingSourcesAfter and Source only; 0 otherwise).
 	StoredRun string
+	ShaID     int64
 }
 
 // PendingSources returns every stored source without a result, in the
@@ -423,7 +424,7 @@ func (l *Ledger) PendingSources(ctx context.Context) ([]SourceRow, error) {
 // sources without a result whose id is greater than after, in the order
 // they were stored: one page of the ingester's work.
 func (l *Ledger) PendingSourcesAfter(ctx context.Context, after int64, limit int) ([]SourceRow, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as, stored_run
+	rows, err := l.db.QueryContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as, stored_run, sha_id
 		FROM sources WHERE result = '' AND id > ? ORDER BY id LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, err
@@ -432,7 +433,7 @@ func (l *Ledger) PendingSourcesAfter(ctx context.Context, after int64, limit int
 	var out []SourceRow
 	for rows.Next() {
 		var s SourceRow
-		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &s.StoredRun); err != nil {
+		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &s.StoredRun, &s.ShaID); err != nil {
 			return nil, err
 		}
 		out = append(out, s)
@@ -442,8 +443,8 @@ func (l *Ledger) PendingSourcesAfter(ctx context.Context, after int64, limit int
 
 func (l *Ledger) Source(ctx context.Context, id int64) (SourceRow, error) {
 	var s SourceRow
-	err := l.db.QueryRowContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as, stored_run FROM sources WHERE id = ?`, id).
-		Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &s.StoredRun)
+	err := l.db.QueryRowContext(ctx, `SELECT id, sha256, size, host, inbox, name, archived_as, stored_run, sha_id FROM sources WHERE id = ?`, id).
+		Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &s.StoredRun, &s.ShaID)
 	return s, err
 }
 
@@ -510,7 +511,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		return err
 	}
 	defer srcStmt.Close()
-	var hoStmt, planStmt *sql.Stmt
+	var hoStmt, hoByID, planStmt *sql.Stmt
 	at := now()
 	// A plan among these may be a person's decision (StartDecision): its
 	// bookkeeping is the decision's too, in this transaction.
@@ -539,7 +540,19 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		} else if _, err := srcStmt.ExecContext(rctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
 			return err
 		}
-		if o.OwnResult() && !mine {
+		if o.OwnResult() && !mine && f.Src.ShaID != 0 {
+			// The source row gave the content's number: no lookup by hash.
+			if hoByID == nil {
+				if hoByID, err = tx.PrepareContext(ctx, insertHandoffByID); err != nil {
+					return err
+				}
+				defer hoByID.Close()
+			}
+			res, err := hoByID.ExecContext(rctx, f.Src.ShaID, f.Src.SHA256, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at)
+			if err := one(res, err, "result of", f.Src.SHA256); err != nil {
+				return err
+			}
+		} else if o.OwnResult() && !mine {
 			if hoStmt == nil {
 				if hoStmt, err = tx.PrepareContext(ctx, insertHandoff); err != nil {
 					return err
@@ -575,6 +588,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 type Plan struct {
 	ID       int64
 	SHA256   string
+	ShaID    int64 // SHA256's number, when known (SourceRow.ShaID); else 0
 	SourceID int64
 	Kind     string // card | document
 	Action   string
@@ -595,7 +609,7 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 	defer tx.Rollback()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO plans
 		(sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		VALUES (`+shaID+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (coalesce(nullif(?, 0), `+shaID+`), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -606,7 +620,8 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		res, err := stmt.ExecContext(rctx, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
+		// A known number (ShaID) spares the lookup by hash.
+		res, err := stmt.ExecContext(rctx, p.ShaID, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
 		if err != nil {
 			return err
 		}

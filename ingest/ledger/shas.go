@@ -164,6 +164,11 @@ const insertHandoff = `INSERT INTO handoffs
 	(id, sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
 	SELECT id, sha256, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM shas WHERE sha256 = ?`
 
+// insertHandoffByID is insertHandoff for a content whose number is known.
+const insertHandoffByID = `INSERT INTO handoffs
+	(id, sha256, source_id, result, reason, action, target, before_sha256, after_sha256, run_id, ingested_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
 // one fails unless a statement that must write one row did.
 func one(res sql.Result, err error, what, sha string) error {
 	if err != nil {
