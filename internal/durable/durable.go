@@ -4,7 +4,9 @@
 //
 // Every persistent write in handoff goes through this package: the spool,
 // workspace targets, backups, review drafts and receipts. All writes happen
-// through an *os.Root, so a name can never resolve outside its root.
+// through an *os.Root, so a name can never resolve outside its root; a
+// batch's files may instead be created by base name in a directory that
+// was opened through the root (Dirs).
 //
 // The protocol is the classic one: create a temporary file with O_EXCL in the
 // target's directory, write, check the length, fsync, close, rename over the
