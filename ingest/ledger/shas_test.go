@@ -154,11 +154,7 @@ func TestStoreEmptyContent(t *testing.T) {
 // content's number, so nothing stored is lost to a lookup.
 func TestNumbersOfContentSeenBefore(t *testing.T) {
 	ctx := context.Background()
-	l, err := Open(t.TempDir() + "/ledger.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := openTemp(t)
 	data := []byte("# Memory Handoff\n")
 	sha := spool.Hash(data)
 	other := []byte("# Memory Handoff\nother\n")

@@ -167,11 +167,7 @@ func (c *endingCtx) Err() error {
 func TestRowsStopWhenContextEnds(t *testing.T) {
 	const n = 30
 	t.Run("record", func(t *testing.T) {
-		l, err := Open(filepath.Join(t.TempDir(), "ledger.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := openTemp(t)
 		if _, err := l.RecordSources(endAfter(n/2), "run", lockSources("laptop", n)); !errors.Is(err, context.Canceled) {
 			t.Fatalf("recording through an interruption: %v", err)
 		}
@@ -180,11 +176,7 @@ func TestRowsStopWhenContextEnds(t *testing.T) {
 		}
 	})
 	t.Run("archived", func(t *testing.T) {
-		l, err := Open(filepath.Join(t.TempDir(), "ledger.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := openTemp(t)
 		srcs := lockSources("laptop", n)
 		if _, err := l.RecordSources(context.Background(), "run", srcs); err != nil {
 			t.Fatal(err)
@@ -197,11 +189,7 @@ func TestRowsStopWhenContextEnds(t *testing.T) {
 		}
 	})
 	t.Run("plans", func(t *testing.T) {
-		l, err := Open(filepath.Join(t.TempDir(), "ledger.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
+		l := openTemp(t)
 		if _, err := l.RecordSources(context.Background(), "run", lockSources("laptop", n)); err != nil {
 			t.Fatal(err)
 		}
