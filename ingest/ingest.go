@@ -216,7 +216,7 @@ func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, strin
 // card-missing, hash-conflict, card-identical) give a plan on the card as
 // it is now instead of a reason.
 func planWith(src sourceRow, h *Handoff, read readFunc, ov Override) (*plan, string, error) {
-	p := &plan{Plan: ledger.Plan{SHA256: src.SHA256, ShaID: src.ShaID, SourceID: src.ID, Action: h.Action}}
+	p := &plan{Plan: ledger.Plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}}
 	if h.Card != nil {
 		p.Kind, p.Target = kindCard, layout.CardsDir+"/"+h.Card.Name
 		v, err := read(p.Target)

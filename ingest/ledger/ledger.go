@@ -540,26 +540,19 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		} else if _, err := srcStmt.ExecContext(rctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
 			return err
 		}
-		if o.OwnResult() && !mine && f.Src.ShaID != 0 {
-			// The source row gave the content's number: no lookup by hash.
-			if hoByID == nil {
-				if hoByID, err = tx.PrepareContext(ctx, insertHandoffByID); err != nil {
+		if o.OwnResult() && !mine {
+			// A number the source row gave spares the lookup by hash.
+			st, q, key := &hoStmt, insertHandoff, []any{f.Src.SHA256}
+			if f.Src.ShaID != 0 {
+				st, q, key = &hoByID, insertHandoffByID, []any{f.Src.ShaID, f.Src.SHA256}
+			}
+			if *st == nil {
+				if *st, err = tx.PrepareContext(ctx, q); err != nil {
 					return err
 				}
-				defer hoByID.Close()
+				defer (*st).Close()
 			}
-			res, err := hoByID.ExecContext(rctx, f.Src.ShaID, f.Src.SHA256, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at)
-			if err := one(res, err, "result of", f.Src.SHA256); err != nil {
-				return err
-			}
-		} else if o.OwnResult() && !mine {
-			if hoStmt == nil {
-				if hoStmt, err = tx.PrepareContext(ctx, insertHandoff); err != nil {
-					return err
-				}
-				defer hoStmt.Close()
-			}
-			res, err := hoStmt.ExecContext(rctx, f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at, f.Src.SHA256)
+			res, err := (*st).ExecContext(rctx, append([]any{f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at}, key...)...)
 			if err := one(res, err, "result of", f.Src.SHA256); err != nil {
 				return err
 			}
@@ -588,7 +581,6 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 type Plan struct {
 	ID       int64
 	SHA256   string
-	ShaID    int64 // SHA256's number, when known (SourceRow.ShaID); else 0
 	SourceID int64
 	Kind     string // card | document
 	Action   string
@@ -609,7 +601,7 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 	defer tx.Rollback()
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO plans
 		(sha_id, sha256, source_id, kind, action, target, before_sha256, after_sha256, content, state, run_id, created_at)
-		VALUES (coalesce(nullif(?, 0), `+shaID+`), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (`+shaID+`, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -620,8 +612,7 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// A known number (ShaID) spares the lookup by hash.
-		res, err := stmt.ExecContext(rctx, p.ShaID, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
+		res, err := stmt.ExecContext(rctx, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
 		if err != nil {
 			return err
 		}
