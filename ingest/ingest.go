@@ -608,26 +608,21 @@ func sums(data []byte) (string, gohash.Cloner) {
 // content's SHA-256 and tail state. The hash continues from v's tail, so
 // an append costs the appended bytes, not the whole document: a batch
 // appends to one document many times, and documents grow with the memory.
+// Without a tail (or a copy of it) the whole content is hashed.
 func appendDocument(v viewed, content string) (next []byte, sum string, tail gohash.Cloner) {
 	next = AppendDocument(v.data, content)
-	if v.tail == nil {
-		sum, tail = sums(next)
-		return next, sum, tail
+	if v.tail != nil {
+		if t, err := v.tail.Clone(); err == nil {
+			// next begins with v.data without its trailing newlines,
+			// which the tail has hashed.
+			from, kept := len(bytes.TrimRight(v.data, "\n")), len(bytes.TrimRight(next, "\n"))
+			t.Write(next[from:kept])
+			if d, err := t.Clone(); err == nil {
+				d.Write(next[kept:])
+				return next, hex.EncodeToString(d.Sum(nil)), t
+			}
+		}
 	}
-	t, err := v.tail.Clone()
-	if err != nil {
-		sum, tail = sums(next)
-		return next, sum, tail
-	}
-	// next begins with v.data without its trailing newlines, which the
-	// tail has hashed.
-	from, kept := len(bytes.TrimRight(v.data, "\n")), len(bytes.TrimRight(next, "\n"))
-	t.Write(next[from:kept])
-	d, err := t.Clone()
-	if err != nil {
-		sum, tail = sums(next)
-		return next, sum, tail
-	}
-	d.Write(next[kept:])
-	return next, hex.EncodeToString(d.Sum(nil)), t
+	sum, tail = sums(next)
+	return next, sum, tail
 }
