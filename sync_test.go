@@ -225,7 +225,7 @@ func TestReasonsAndRoutes(t *testing.T) {
 			}
 			if h.Result == "review" {
 				draft := e.readWS(h.Target)
-				if !strings.HasPrefix(h.Target, "memory/handoff-inbox/h.") || draft != tc.content {
+				if !strings.HasPrefix(h.Target, ".handoff/review/h.") || draft != tc.content {
 					t.Errorf("review draft %s holds %d bytes, want the handoff's %d", h.Target, len(draft), len(tc.content))
 				}
 			}

@@ -569,7 +569,7 @@ loop:
 	// This editor strikes at every write attempt, so a handoff may find
 	// TOOLS.md moved again after its one re-plan: it then goes to review
 	// (hash-conflict) with a draft, as SPEC says. Never twice.
-	drafts, _ := filepath.Glob(filepath.Join(w.ws, "memory/handoff-inbox/*.md"))
+	drafts, _ := filepath.Glob(filepath.Join(w.ws, ".handoff/review/*.md"))
 	for i := 0; i < k; i++ {
 		c := strings.Count(string(final), fmt.Sprintf("- handoff-text-%d", i))
 		switch {

@@ -99,7 +99,7 @@ func (w *reviewWorld) count(q string, args ...any) int {
 
 // draftOf is the review draft of the source named name with content sha.
 func draftOf(name, sha string) string {
-	return "memory/handoff-inbox/" + strings.TrimSuffix(name, ".md") + "." + sha[:12] + ".md"
+	return ".handoff/review/" + strings.TrimSuffix(name, ".md") + "." + sha[:12] + ".md"
 }
 
 // reviewCase is one decision and what it must leave once done.

@@ -503,7 +503,7 @@ func TestSSHThreeHostsAndLocal(t *testing.T) {
 				t.Errorf("TOOLS.md holds marker-%s %d times, want 1", id, c)
 			}
 			rev := trees[n].files[map[string]string{"inbox": trees[n].inbox, "repo": trees[n].repoInbox}[kind]]["rev.md"]
-			if b, err := os.ReadFile(filepath.Join(ws, "memory/handoff-inbox", "rev."+sha12(rev)+".md")); err != nil || string(b) != rev {
+			if b, err := os.ReadFile(filepath.Join(ws, ".handoff/review", "rev."+sha12(rev)+".md")); err != nil || string(b) != rev {
 				t.Errorf("review draft for %s missing or changed: %v", id, err)
 			}
 		}

@@ -180,7 +180,7 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 // handoffs it handled.
 func naiveApply(b *testing.B, ws string, srcs []claim.Source) int {
 	spoolDir := filepath.Join(ws, layout.SpoolDir)
-	for _, d := range []string{"memory/cards", "memory/handoff-inbox", "rules", ".learnings"} {
+	for _, d := range []string{"memory/cards", ".handoff/review", "rules", ".learnings"} {
 		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
 			b.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func naiveApply(b *testing.B, ws string, srcs []claim.Source) int {
 			continue // malformed: stays in the spool
 		}
 		if len(h.Validate()) > 0 {
-			draft := filepath.Join(ws, "memory/handoff-inbox", s.Name[:len(s.Name)-3]+"."+s.SHA256[:12]+".md")
+			draft := filepath.Join(ws, ".handoff/review", s.Name[:len(s.Name)-3]+"."+s.SHA256[:12]+".md")
 			if err := os.WriteFile(draft, data, 0o644); err != nil {
 				b.Fatal(err)
 			}

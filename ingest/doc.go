@@ -19,7 +19,7 @@
 //     review instead.
 //   - Backups and review drafts are 0600 in 0700 directories whatever the
 //     umask (layout.FileMode); an applied run first narrows the .handoff
-//     and memory/handoff-inbox directories an earlier version left wider.
+//     and .handoff/review directories an earlier version left wider.
 //     Cards and documents get 0644 and 0755 less the umask.
 //   - Anything not clearly safe (failed validation, secret-like, hidden or
 //     injection-like content, stale hashes) goes to review with a stable

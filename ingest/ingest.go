@@ -68,6 +68,9 @@ type Ingester struct {
 	// tempsRemoved: the first Run has removed a crashed run's temporary
 	// files (removeLeftTemps).
 	tempsRemoved bool
+	// movedDrafts counts the review drafts of an earlier version moved
+	// out of OpenClaw's memory (moveLegacyDrafts).
+	movedDrafts int
 	// unclean: this Ingester may leave temporary files behind (a call
 	// failed, a replaced file could not be removed), so Close keeps
 	// layout.IngestingFile for the next one.

@@ -45,7 +45,7 @@ func modes(t *testing.T, dir string) map[string]fs.FileMode {
 // creates a card and drafts a review leaves the backup and the draft 0600
 // in 0700 directories, and the card, the document and their directories
 // as the umask makes them (0644, 0755). Invariant: nothing under .handoff
-// or memory/handoff-inbox is readable by group or others, and the
+// (review drafts included) is readable by group or others, and the
 // workspace's own content keeps its modes.
 func TestRunPrivateModes(t *testing.T) {
 	umask(t, 0o022)
@@ -110,7 +110,7 @@ func TestWritePrivateModes(t *testing.T) {
 	}
 	want := map[string]fs.FileMode{
 		layout.StateDir: 0o700, layout.BackupsDir: 0o700, layout.BackupsDir + "/b.md": 0o600,
-		"memory": 0o755, layout.ReviewDir: 0o700, layout.ReviewDir + "/d.md": 0o600,
+		layout.ReviewDir: 0o700, layout.ReviewDir + "/d.md": 0o600,
 		"rules": 0o755, "rules/r.md": 0o644,
 	}
 	got := modes(t, dir)
@@ -129,17 +129,17 @@ func TestWritePrivateModes(t *testing.T) {
 // closed to others on its next run, and nothing else changes mode.
 func TestOpenNarrowsPrivateTrees(t *testing.T) {
 	dir := t.TempDir()
-	for _, d := range []string{layout.BackupsDir, layout.ReviewDir, layout.CardsDir} {
+	for _, d := range []string{layout.BackupsDir, layout.LegacyReviewDir, layout.CardsDir} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{layout.BackupsDir + "/b.md", layout.ReviewDir + "/d.md", layout.CardsDir + "/c.md"} {
+	for _, f := range []string{layout.BackupsDir + "/b.md", layout.LegacyReviewDir + "/d.md", layout.CardsDir + "/c.md"} {
 		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range append([]string{"memory"}, layout.StateDir, layout.BackupsDir, layout.ReviewDir, layout.CardsDir) {
+	for _, p := range append([]string{"memory"}, layout.StateDir, layout.BackupsDir, layout.LegacyReviewDir, layout.CardsDir) {
 		if err := os.Chmod(filepath.Join(dir, p), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestOpenNarrowsPrivateTrees(t *testing.T) {
 	}
 	ws.Close()
 	want := maps.Clone(before)
-	want[layout.StateDir], want[layout.ReviewDir] = 0o700, 0o700
+	want[layout.StateDir], want[layout.LegacyReviewDir] = 0o700, 0o700
 	if got := modes(t, dir); !maps.Equal(got, want) {
 		t.Errorf("modes %v, want %v", got, want)
 	}
@@ -169,7 +169,7 @@ func TestOpenNarrowsPrivateTrees(t *testing.T) {
 	link := t.TempDir()
 	os.Chmod(other, 0o755)
 	os.Mkdir(filepath.Join(link, "memory"), 0o755)
-	if err := os.Symlink(other, filepath.Join(link, layout.ReviewDir)); err != nil {
+	if err := os.Symlink(other, filepath.Join(link, layout.LegacyReviewDir)); err != nil {
 		t.Fatal(err)
 	}
 	if ws, err = openWorkspace(link, false); err != nil {

@@ -4,7 +4,7 @@ package ingest
 const (
 	ResultPromoted  = "promoted"  // a card was created or updated
 	ResultRouted    = "routed"    // text was appended to a document
-	ResultReview    = "review"    // a draft waits in memory/handoff-inbox
+	ResultReview    = "review"    // a draft waits in .handoff/review
 	ResultMalformed = "malformed" // it did not parse; quarantined
 	ResultDuplicate = "duplicate" // the same bytes were ingested before, or (card-identical) the card already holds them
 	ResultRejected  = "rejected"  // never read: symlink, not regular, oversize

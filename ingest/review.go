@@ -376,6 +376,9 @@ func (in *Ingester) Recover(ctx context.Context) (_ []Entry, err error) {
 			return nil, fmt.Errorf("ingest: remove temporary files: %w", err)
 		}
 		in.tempsRemoved = true
+		if _, err := in.moveLegacyDrafts(ctx); err != nil {
+			return nil, err
+		}
 	}
 	var out []Entry
 	open, err := in.led.OpenPlans(ctx)

@@ -28,7 +28,7 @@ func newReviewCmd(g *globals) *cobra.Command {
 		Use:   "review [list|show|accept|edit|reject]",
 		Short: "List what waits for a person; show, accept, edit or reject it",
 		Long: `review is the human's side: handoffs that were not safe to apply by
-themselves wait in memory/handoff-inbox (review) or in the quarantine
+themselves wait in .handoff/review (review) or in the quarantine
 (malformed). With no subcommand, or with list, it prints one line per waiting
 item: its id (the first 12 hex digits of its SHA-256), age, reason code,
 host, action and target, and title (a malformed one's parse error).

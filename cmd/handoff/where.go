@@ -39,7 +39,7 @@ func newWhereCmd(g *globals) *cobra.Command {
 			"run, its result and reason, its target, where the host's copy was archived, and\n" +
 			"for a duplicate the copy that was applied. Rejected files are found by name.\n" +
 			"A path in the workspace (memory/cards/x.md, TOOLS.md, a review draft's\n" +
-			"memory/handoff-inbox/<stem>.<sha12>.md) finds the handoffs whose result names\n" +
+			".handoff/review/<stem>.<sha12>.md) finds the handoffs whose result names\n" +
 			"it: which wrote it and when, with the before and after hashes, or the handoff\n" +
 			"a review draft came from and why it waits. Files still waiting in an inbox\n" +
 			"are not in the ledger yet. Threads are followed both ways: the handoff a match\n" +

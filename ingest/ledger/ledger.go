@@ -137,6 +137,8 @@ var migrations = []string{
 	`DROP INDEX IF EXISTS sources_by_name;`,
 	// 10: contents numbered, and keyed by number (shas.go).
 	migrationSHAs,
+	// 11: review drafts' names under .handoff/review (drafts.go).
+	migrationDrafts,
 }
 
 // Plan states.

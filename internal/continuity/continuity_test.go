@@ -147,7 +147,7 @@ func TestBuild(t *testing.T) {
 	lapSecret, vpsClient := "/home/me/code/secret/.claude/memory-handoffs", "/srv/clients/acme/.claude/memory-handoffs"
 
 	a := w.store(t, "laptop", lapApp, "2026-12-01-1000-a.md", handoffText("Pick the queue", "Open questions", "- which broker?"), "routed", "", "TOOLS.md")
-	b := w.store(t, "vps", vpsApp, "2026-12-01-1100-b.md", handoffText("Broker chosen", "Continues", "2026-12-01-1000-a.md", "Next steps", "- deploy it"), "review", "hash-conflict", "memory/handoff-inbox/b.md")
+	b := w.store(t, "vps", vpsApp, "2026-12-01-1100-b.md", handoffText("Broker chosen", "Continues", "2026-12-01-1000-a.md", "Next steps", "- deploy it"), "review", "hash-conflict", ".handoff/review/b.md")
 	w.store(t, "laptop", lapSecret, "s.md", handoffText("SECRET-PLAN"), "routed", "", "TOOLS.md")
 	w.store(t, "vps", vpsClient, "c.md", handoffText("CLIENT-PLAN"), "routed", "", "TOOLS.md")
 	w.store(t, "vps", vpsApp, "junk.md", "not a handoff", "malformed", "parse-error", "")

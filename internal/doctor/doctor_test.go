@@ -19,6 +19,7 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/doctor"
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/workspace"
@@ -563,7 +564,7 @@ func TestDoctorReviewInbox(t *testing.T) {
 	e := newDrEnv(t, "")
 	e.Put(e.Inbox, "doc.md", testenv.Doc("TOOLS.md", "- jq"))
 	e.sync()
-	dir := filepath.Join(e.WS, "memory/handoff-inbox")
+	dir := filepath.Join(e.WS, layout.ReviewDir)
 	os.MkdirAll(dir, 0o755)
 	for i := range doctor.ReviewInboxWarn {
 		os.WriteFile(filepath.Join(dir, fmt.Sprintf("d%d.md", i)), []byte("x"), 0o644)

@@ -6,7 +6,8 @@
 // Guarantees: the names are relative, slash-separated and clean, and
 // every state file lives under StateDir, so a workspace's own data and
 // handoff's bookkeeping never mix. FileMode and DirMode say which modes
-// the places are made with: private under StateDir and ReviewDir.
+// the places are made with: private under StateDir, where ReviewDir
+// lies.
 package layout
 
 import (
@@ -18,10 +19,18 @@ import (
 const (
 	// CardsDir holds promoted memory cards, <name>.md.
 	CardsDir = "memory/cards"
-	// ReviewDir holds review drafts, <stem>.<sha12>.md.
-	ReviewDir = "memory/handoff-inbox"
 	// StateDir holds everything handoff keeps for itself.
 	StateDir = ".handoff"
+	// ReviewDir holds review drafts, <stem>.<sha12>.md: handoffs that
+	// wait for a person. It lies under StateDir, where OpenClaw never
+	// looks: OpenClaw indexes every *.md under memory/ as the agent's own
+	// trusted memory, with no way to exclude a path (docs/openclaw.md).
+	ReviewDir = StateDir + "/review"
+	// LegacyReviewDir is where versions before ReviewDir kept the drafts,
+	// inside OpenClaw's memory. The ingester moves the drafts it finds
+	// there to ReviewDir once (ingest.moveLegacyDrafts); nothing is ever
+	// written there again.
+	LegacyReviewDir = "memory/handoff-inbox"
 	// SpoolDir is where versions before the ledger's store kept every
 	// stored handoff, <sha256>.md, exact bytes; it is still read, never
 	// written (ledger.Store).
@@ -54,7 +63,8 @@ const (
 )
 
 // Modes of what handoff makes in a workspace. The private trees, StateDir
-// and ReviewDir (review drafts may hold secret-like text), are the owner's
+// (review drafts may hold secret-like text) and LegacyReviewDir while an
+// earlier version's drafts wait to be moved, are the owner's
 // alone; the umask only ever takes bits away, so it cannot widen them.
 // The rest is the workspace's own content and keeps the umask's say.
 const (
@@ -65,7 +75,7 @@ const (
 )
 
 // PrivateTrees are the directories whose whole content is private.
-var PrivateTrees = []string{StateDir, ReviewDir}
+var PrivateTrees = []string{StateDir, LegacyReviewDir}
 
 // Private reports whether name (relative, clean) is one of PrivateTrees or
 // lies inside one.

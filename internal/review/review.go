@@ -1,5 +1,5 @@
 // Package review is the human's side of the pipeline: what waits for a
-// person (review drafts in memory/handoff-inbox and malformed handoffs in
+// person (review drafts in .handoff/review and malformed handoffs in
 // the quarantine), and the person's decisions about it: `handoff review`
 // lists, shows, accepts, edits and rejects.
 //

@@ -75,7 +75,7 @@ func TestResolve(t *testing.T) {
 		want int // index, -1 not found, -2 ambiguous, -3 bad id
 	}{
 		{"abcd0", 0}, {"ABCD1111", 1}, {"ffff", 2}, {its[2].SHA256, 2},
-		{"memory/handoff-inbox/x.abcd00001111.md", 0}, {"x.ffff33333333.md", 2},
+		{".handoff/review/x.abcd00001111.md", 0}, {"x.ffff33333333.md", 2},
 		{"abcd", -2}, {"0000", -1}, {"abc", -3}, {"nope", -3}, {"", -3},
 	} {
 		it, err := resolve(its, tc.id)

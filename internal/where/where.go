@@ -131,7 +131,7 @@ type Source struct {
 // its SHA-256 (at least 4 hex digits), and returns every stored source and
 // rejected file it names, oldest first. A query that is a path in the
 // workspace (memory/cards/x.md, TOOLS.md, a review draft's
-// memory/handoff-inbox/<stem>.<sha12>.md; relative, ./-prefixed or
+// .handoff/review/<stem>.<sha12>.md; relative, ./-prefixed or
 // absolute) also finds the handoffs whose result names that target: the
 // copy each result came from. No match is an empty result. A directory
 // that is no workspace is a *workspace.MissingError (naming the

@@ -117,7 +117,7 @@ func TestWhere(t *testing.T) {
 		t.Errorf("malformed: %+v", j)
 	}
 	rv := drWhere(t, e.WS, "rev")
-	if len(rv) != 1 || rv[0].Result != "review" || rv[0].Reason != "unsafe-target" || rv[0].Target != "memory/handoff-inbox/rev."+drSha12(review)+".md" {
+	if len(rv) != 1 || rv[0].Result != "review" || rv[0].Reason != "unsafe-target" || rv[0].Target != ".handoff/review/rev."+drSha12(review)+".md" {
 		t.Errorf("review: %+v", rv)
 	}
 
@@ -246,7 +246,7 @@ func TestWhereTarget(t *testing.T) {
 	if ms := drWhere(t, e.WS, "memory/cards/x.md"); len(ms) != 1 || ms[0].Name != "card.md" || ms[0].BeforeSHA256 != "" {
 		t.Fatalf("card: %+v", ms)
 	}
-	draft := "memory/handoff-inbox/rev." + drSha12(rev) + ".md"
+	draft := ".handoff/review/rev." + drSha12(rev) + ".md"
 	if ms := drWhere(t, e.WS, draft); len(ms) != 1 || ms[0].Name != "rev.md" || ms[0].Result != "review" || ms[0].Reason != "unsafe-target" {
 		t.Fatalf("review draft: %+v", ms)
 	}
