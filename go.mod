@@ -13,6 +13,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2
 	github.com/skeema/knownhosts v1.3.3
 	github.com/spf13/cobra v1.10.2
+	github.com/titanous/json5 v1.0.0
 	go.yaml.in/yaml/v2 v2.4.2
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sync v0.25.0
