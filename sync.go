@@ -204,7 +204,9 @@ func (ru *run) open(ctx context.Context) error {
 	if err := st.led.StartRun(ctx, ru.r.RunID, ru.r.Mode); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	ing, err := ingest.New(ingest.Options{Workspace: ru.wsDir, RunID: ru.r.RunID, DryRun: ru.opts.DryRun, Log: ru.log}, st.led, st.spool)
+	oc := ru.opts.Manifest.OpenClaw
+	ing, err := ingest.New(ingest.Options{Workspace: ru.wsDir, RunID: ru.r.RunID, DryRun: ru.opts.DryRun, Log: ru.log,
+		OpenClaw: ingest.OpenClawOptions{Layout: oc.Layout, Config: oc.Config, CardIndex: oc.CardIndexOn()}}, st.led, st.spool)
 	if err != nil {
 		return err
 	}
@@ -270,6 +272,10 @@ func (ru *run) ingest(ctx context.Context, stored, pulled <-chan struct{}) {
 		more, ru.ingErr = ru.ing.Run(ctx)
 		ru.entries = append(ru.entries, more...)
 	}
+	if ru.ingErr == nil {
+		ru.ing.UpdateCardIndex()
+	}
+	ru.b.SetOpenClaw(ru.ing.Reader())
 	ru.b.AddHandoffs(appliedEntries(ru.entries, ru.reports, ru.r.RunID)...)
 	ru.b.AddHandoffs(claimedEntries(ru.reports)...)
 }

@@ -288,7 +288,7 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 	}
 	revised := false
 	if v, ok := b.revises(src); ok {
-		replan := func() (*plan, string, error) { return planWith(src, h, b.read, Override{Workspace: true}) }
+		replan := func() (*plan, string, error) { return in.planWith(src, h, b.read, Override{Workspace: true}) }
 		var review bool
 		if p, reason, review, err = revision(v, h, p, reason, replan); err != nil {
 			return nil, err

@@ -130,7 +130,7 @@ func BenchmarkIngestVsNaive(b *testing.B) {
 				b.StopTimer()
 				dir := b.TempDir()
 				sp, led, _ := seedSpool(b, dir, n)
-				ing, err := New(Options{Workspace: filepath.Join(dir, "ws"), RunID: "bench", Log: benchLog()}, led, sp)
+				ing, err := New(Options{OpenClaw: olderReader, Workspace: filepath.Join(dir, "ws"), RunID: "bench", Log: benchLog()}, led, sp)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -58,7 +58,7 @@ func BenchmarkIngest1000(b *testing.B) {
 			b.Fatal(err)
 		}
 		sp := led.Store(nil)
-		ing, err := New(Options{Workspace: ws, RunID: "bench"}, led, sp)
+		ing, err := New(Options{OpenClaw: olderReader, Workspace: ws, RunID: "bench"}, led, sp)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -24,6 +24,9 @@ import (
 const (
 	childWSEnv    = "HANDOFF_INGEST_CHILD_WS"
 	childBatchEnv = "HANDOFF_INGEST_CHILD_BATCH"
+	// childReaderEnv names OpenClaw's config for the child; without it
+	// the child sees the older layout (olderReader).
+	childReaderEnv = "HANDOFF_INGEST_CHILD_OPENCLAW_CONFIG"
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +50,11 @@ func crashChild(ws string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	in, err := New(Options{Workspace: ws, RunID: "child"}, led, sp)
+	oc := olderReader
+	if cfg := os.Getenv(childReaderEnv); cfg != "" {
+		oc = OpenClawOptions{Config: cfg, CardIndex: true}
+	}
+	in, err := New(Options{OpenClaw: oc, Workspace: ws, RunID: "child"}, led, sp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -97,7 +97,7 @@ func TestLegacyDraftsMove(t *testing.T) {
 		t.Run(fmt.Sprintf("own=%v", own), func(t *testing.T) {
 			r := newRig(t)
 			drafts := legacyDrafts(r, 3, own)
-			in, err := New(Options{Workspace: r.ws, RunID: "run"}, r.led, r.spool)
+			in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run"}, r.led, r.spool)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +109,7 @@ func TestLegacyDraftsMove(t *testing.T) {
 			}
 			in.Close()
 			r.checkDraftsMoved(drafts, own)
-			in, _ = New(Options{Workspace: r.ws, RunID: "again"}, r.led, r.spool)
+			in, _ = New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "again"}, r.led, r.spool)
 			defer in.Close()
 			if _, err := in.Run(context.Background()); err != nil || in.MovedDrafts() != 0 {
 				t.Errorf("second run moved %d drafts (%v), want none", in.MovedDrafts(), err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/handoff-sync/handoff/internal/openclaw"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/handoff-sync/handoff/internal/yamlguard"
@@ -539,6 +541,9 @@ func (h *Handoff) validateCard() []Problem {
 	if c.Name != "" && !isCardName(c.Name) {
 		ps = append(ps, problemf(ReasonUnsafeCardName, SectionTargetCard, "card name %q is not allowed; use a plain file name of letters, digits, '.', '_' or '-' that starts with a letter or digit and ends in .md", clip(c.Name)))
 	}
+	if c.Name != "" && isCardName(c.Name) && openclaw.Dated(c.Name) {
+		ps = append(ps, problemf(ReasonDatedCardName, SectionTargetCard, "card name %q starts with a date, which OpenClaw reads as a daily note (decayed in search, promoted into MEMORY.md by its nightly sweep); name the card by its topic, like %q", c.Name, undated(c.Name)))
+	}
 	if c.Content != "" {
 		if _, p := FrontMatter(c.Content); p != nil {
 			ps = append(ps, *p)
@@ -548,6 +553,15 @@ func (h *Handoff) validateCard() []Problem {
 		ps = append(ps, problemf(ReasonMissingExpectedSHA, SectionExpectedSHA, "update-card needs an %q section holding the 64 hex digit sha256 of the card as you last read it (on a writer host, its line in SHA256SUMS in the mirror)", "## Expected card SHA256"))
 	}
 	return ps
+}
+
+// undated is a card name without its leading date, for a hint.
+func undated(name string) string {
+	rest := strings.TrimLeft(name[10:], "-")
+	if rest == "" || strings.EqualFold(rest, ".md") {
+		return "my-topic.md"
+	}
+	return rest
 }
 
 // validateDocument checks a no-card handoff.

@@ -20,6 +20,7 @@ import (
 	"github.com/handoff-sync/handoff/internal/durable"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/openclaw"
 )
 
 // Entry is what became of one stored source in a run: a receipt line.
@@ -47,6 +48,10 @@ type Options struct {
 	RunID     string
 	DryRun    bool // decide everything, write nothing to the workspace
 	Log       *slog.Logger
+	// OpenClaw says how the workspace's reader is treated; the zero
+	// value detects the layout, finds OpenClaw's config where OpenClaw
+	// does, and keeps the card index in MEMORY.md.
+	OpenClaw OpenClawOptions
 }
 
 // Ingester applies stored handoffs to the workspace. Only one may run at a
@@ -68,6 +73,14 @@ type Ingester struct {
 	// tempsRemoved: the first Run has removed a crashed run's temporary
 	// files (removeLeftTemps).
 	tempsRemoved bool
+	// oc is what the ingester knows of the OpenClaw that reads the
+	// workspace (openclaw.go).
+	oc readerView
+	// cardsChanged: a plan of this ingester wrote a card, so the card
+	// index in MEMORY.md is brought up to date (updateCardIndex).
+	cardsChanged bool
+	// cardIndex is what updateCardIndex wrote, nil when nothing.
+	cardIndex *IndexResult
 	// movedDrafts counts the review drafts of an earlier version moved
 	// out of OpenClaw's memory (moveLegacyDrafts).
 	movedDrafts int
@@ -109,7 +122,9 @@ func New(opts Options, led *ledger.Ledger, sp spool.Store) (*Ingester, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Ingester{opts: opts, led: led, spool: sp, ws: ws, log: log, batchMax: batchMax, batchBytes: batchMaxBytes}, nil
+	in := &Ingester{opts: opts, led: led, spool: sp, ws: ws, log: log, batchMax: batchMax, batchBytes: batchMaxBytes}
+	in.oc = in.detectReader()
+	return in, nil
 }
 
 // Close removes the target files the runs replaced (see retire) and
@@ -148,7 +163,28 @@ func (in *Ingester) Run(ctx context.Context) ([]Entry, error) {
 	if err != nil {
 		in.unclean = true
 	}
-	return append(out, entries...), err
+	out = append(out, entries...)
+	in.noteCards(out)
+	return out, err
+}
+
+// noteCards notes whether entries changed a card, for UpdateCardIndex.
+func (in *Ingester) noteCards(entries []Entry) {
+	for _, e := range entries {
+		if e.Result == ResultPromoted {
+			in.cardsChanged = true
+		}
+	}
+}
+
+// UpdateCardIndex brings the card index in MEMORY.md up to date once the
+// runs of this ingester are done (see updateCardIndex). The index is
+// derived from the cards, so a failure only leaves it stale until the
+// next run: it is logged, never the run's failure.
+func (in *Ingester) UpdateCardIndex() {
+	if err := in.updateCardIndex(); err != nil {
+		in.log.Warn("the card index in MEMORY.md is left as it was; the next run tries again", "err", err)
+	}
 }
 
 func entryFor(src sourceRow, o outcome) Entry {
@@ -211,14 +247,14 @@ func (in *Ingester) plan(src sourceRow, h *Handoff, read readFunc) (*plan, strin
 	}
 	in.threads[src.SHA256] = threadKeyOf(h)
 	in.threadsMu.Unlock()
-	return planWith(src, h, read, Override{})
+	return in.planWith(src, h, read, Override{})
 }
 
 // planWith is plan with a person's override (see Override): with
 // ov.Workspace, the rules about the card's state (card-exists,
 // card-missing, hash-conflict, card-identical) give a plan on the card as
 // it is now instead of a reason.
-func planWith(src sourceRow, h *Handoff, read readFunc, ov Override) (*plan, string, error) {
+func (in *Ingester) planWith(src sourceRow, h *Handoff, read readFunc, ov Override) (*plan, string, error) {
 	p := &plan{Plan: ledger.Plan{SHA256: src.SHA256, SourceID: src.ID, Action: h.Action}}
 	if h.Card != nil {
 		p.Kind, p.Target = kindCard, layout.CardsDir+"/"+h.Card.Name
@@ -256,15 +292,37 @@ func planWith(src sourceRow, h *Handoff, read readFunc, ov Override) (*plan, str
 	if h.Document == nil {
 		return nil, ReasonNoTarget, nil // Validate catches this; be safe
 	}
-	p.Kind, p.Target = kindDocument, h.Document.Target
+	p.Kind, p.Target = kindDocument, in.oc.target(h.Document.Target)
 	p.Content = []byte(h.Document.Content)
 	v, err := read(p.Target)
 	if reason, err := unsafeReason(err); reason != "" || err != nil {
 		return p, reason, err
 	}
 	p.Before, p.cur = v.sum, v.data
-	p.next, p.After, p.tail = appendDocument(v, h.Document.Content)
+	if p.Target == openclaw.AgentsFile {
+		p.next = openclaw.InsertTools(v.data, h.Document.Content)
+		p.After, p.tail = sums(p.next)
+	} else {
+		p.next, p.After, p.tail = appendDocument(v, h.Document.Content)
+	}
+	if !ov.Workspace {
+		if f, over := in.oc.overflow(p.Target, p.next, read); over {
+			p.overflow = f
+			return p, ReasonBootstrapCap, nil
+		}
+	}
 	return p, "", nil
+}
+
+// editDocument is what a document plan writes: the note appended, or, in
+// AGENTS.md (where a TOOLS.md note lands on OpenClaw 2026.9), put at the
+// end of its "## Tools" section. The plan's target alone decides, so a
+// crashed plan is finished the way it was made.
+func editDocument(target string, cur []byte, content string) []byte {
+	if target == openclaw.AgentsFile {
+		return openclaw.InsertTools(cur, content)
+	}
+	return AppendDocument(cur, content)
 }
 
 // NamedTarget is the workspace file a handoff names, when it names exactly
@@ -350,7 +408,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 			}
 			next := p.Content
 			if p.Kind == kindDocument {
-				next = AppendDocument(cur, string(p.Content))
+				next = editDocument(p.Target, cur, string(p.Content))
 			}
 			if hash(next) != p.After {
 				return Entry{}, fmt.Errorf("ingest: plan %d: computed content does not match its after-hash", p.ID)
@@ -413,7 +471,7 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 			// Appending is safe to redo on the new content, once.
 			in.log.Info("document changed since planned; re-planning", "target", p.Target)
 			p.Before = curHash
-			p.After = hash(AppendDocument(cur, string(p.Content)))
+			p.After = hash(editDocument(p.Target, cur, string(p.Content)))
 			p.Backup = ""
 			p.Replans++
 			if err := in.led.UpdatePlan(ctx, &p.Plan); err != nil {
@@ -495,7 +553,7 @@ func (in *Ingester) writtenBeforeEdit(p *plan, earlier, later []*plan, cur []byt
 			}
 			before = b
 		}
-		written := AppendDocument(before, string(q.Content))
+		written := editDocument(q.Target, before, string(q.Content))
 		if hash(written) != q.After {
 			prev = nil
 			continue

@@ -3,6 +3,8 @@ package ingest
 import (
 	gohash "hash"
 
+	"github.com/handoff-sync/handoff/internal/openclaw"
+
 	"github.com/handoff-sync/handoff/ingest/ledger"
 )
 
@@ -20,6 +22,9 @@ type plan struct {
 	cur  []byte        // the target's content the plan was made on (nil when absent)
 	next []byte        // the target's content once the plan is applied
 	tail gohash.Cloner // of next, for a document (viewed.tail)
+	// overflow is the bootstrap file the plan would leave cut
+	// (ReasonBootstrapCap), for the person's view.
+	overflow openclaw.Loaded
 }
 
 // ledgerPlans are the ledger's views of plans, which share their ids.

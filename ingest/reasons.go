@@ -26,6 +26,14 @@ const (
 	ReasonInjectionLike       = "injection-like-content"
 	ReasonNoTarget            = "no-target"
 	ReasonUnfilledTemplate    = "unfilled-template"
+	// ReasonDatedCardName: a card name OpenClaw reads as a dated daily
+	// note (YYYY-MM-DD…), which its memory search decays and its nightly
+	// sweep promotes into MEMORY.md.
+	ReasonDatedCardName = "dated-card-name"
+	// ReasonBootstrapCap: the append would take a file OpenClaw loads at
+	// a session's start past what OpenClaw loads of it, so part of the
+	// file would be cut from every session.
+	ReasonBootstrapCap = "bootstrap-cap"
 	// ReasonRevised: a handoff with the host, inbox and file name of an
 	// earlier one and other bytes, which the ingester will not apply a
 	// second time blindly (see revision.go). On a promoted card it says
@@ -46,6 +54,8 @@ const (
 // Reasons maps every reason code to a one-line description for people; the
 // documentation of receipts is generated from it.
 var Reasons = map[string]string{
+	ReasonDatedCardName:       "the card name starts with a date (YYYY-MM-DD), which OpenClaw reads as a daily note: it decays in memory search and its nightly sweep promotes it into MEMORY.md",
+	ReasonBootstrapCap:        "the append would take a file OpenClaw loads at a session's start past what OpenClaw loads of it (USER.md 4,000 characters, others 20,000, 60,000 in all), and the cut part would reach no session",
 	ReasonParseError:          "the file is not a handoff: invalid UTF-8, a NUL byte, no \"# Memory Handoff\" first line, no known section, or a section given twice",
 	ReasonMissingSection:      "a required section is absent, empty or only a placeholder such as \"(none)\"",
 	ReasonMissingFrontMatter:  "the suggested card content does not start with a \"---\" front matter block",

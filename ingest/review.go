@@ -63,7 +63,7 @@ func ScreenFlag(reason string) string {
 // state, which a person's accept overrides (Override.Workspace).
 func IsWorkspaceReason(reason string) bool {
 	switch reason {
-	case ReasonHashConflict, ReasonCardExists, ReasonCardMissing, ReasonRevised:
+	case ReasonHashConflict, ReasonCardExists, ReasonCardMissing, ReasonRevised, ReasonBootstrapCap:
 		return true
 	}
 	return false
@@ -216,7 +216,7 @@ func (in *Ingester) Inspect(src ledger.SourceRow, data []byte, ov Override) (*Pr
 		// The planner's view, as a sync would have it (no override), for
 		// the reason; then with the workspace rules relaxed, for what the
 		// handoff would do.
-		p, reason, err := planWith(src, h, in.readDisk, Override{})
+		p, reason, err := in.planWith(src, h, in.readDisk, Override{})
 		if err != nil {
 			return nil, err
 		}
@@ -227,7 +227,7 @@ func (in *Ingester) Inspect(src ledger.SourceRow, data []byte, ov Override) (*Pr
 			pr.Problems = append(pr.Problems, in.planProblem(reason, h, p))
 		}
 		if reason == "" || IsWorkspaceReason(reason) || reason == ReasonCardIdentical {
-			if p, _, err = planWith(src, h, in.readDisk, Override{Workspace: true}); err != nil {
+			if p, _, err = in.planWith(src, h, in.readDisk, Override{Workspace: true}); err != nil {
 				return nil, err
 			}
 			pr.Kind, pr.Target = p.Kind, p.Target
@@ -271,6 +271,8 @@ func (in *Ingester) planProblem(reason string, h *Handoff, p *plan) Problem {
 		return problemf(reason, field, "%s already exists, with other content than the handoff's", target)
 	case ReasonCardMissing:
 		return problemf(reason, field, "%s does not exist, so there is nothing to update", target)
+	case ReasonBootstrapCap:
+		return problemf(reason, field, "%s", capMessage(target, p.overflow))
 	}
 	_, _, err := in.ws.read(target)
 	var u *errUnsafe
@@ -355,6 +357,10 @@ func (in *Ingester) Decide(ctx context.Context, d Decision) (_ Entry, _ *Proposa
 	src := d.Source
 	src.ID = p.SourceID
 	e, err := in.apply(ctx, src, p, nil, nil)
+	if err == nil {
+		in.noteCards([]Entry{e})
+		in.UpdateCardIndex()
+	}
 	return e, pr, err
 }
 

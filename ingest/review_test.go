@@ -26,7 +26,7 @@ func (r *rig) sourceOf(name string) ledger.SourceRow {
 
 func (r *rig) ingester(dry bool) *Ingester {
 	r.t.Helper()
-	in, err := New(Options{Workspace: r.ws, RunID: "review-run", DryRun: dry}, r.led, r.spool)
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "review-run", DryRun: dry}, r.led, r.spool)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func (r *rig) store(named ...[2]string) {
 // run ingests with at most batch sources per batch.
 func (r *rig) run(batch int, dry bool) ([]Entry, error) {
 	r.t.Helper()
-	in, err := New(Options{Workspace: r.ws, RunID: "run", DryRun: dry}, r.led, r.spool)
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run", DryRun: dry}, r.led, r.spool)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 func TestBatchBytesBound(t *testing.T) {
 	r := newRig(t)
 	chainFixture(r)
-	in, err := New(Options{Workspace: r.ws, RunID: "run"}, r.led, r.spool)
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run"}, r.led, r.spool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestEditorBetweenPlanAndReplace(t *testing.T) {
 	}
 	named = append(named, [2]string{"c.md", cardH("create-card", "c.md", cardContent("c", "C"))})
 	r.store(named...)
-	in, err := New(Options{Workspace: r.ws, RunID: "run"}, r.led, r.spool)
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run"}, r.led, r.spool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +578,7 @@ func TestErrorWhileDecidingNextBatch(t *testing.T) {
 func TestReplacedFilesRemovedAtClose(t *testing.T) {
 	r := newRig(t)
 	r.writeWS("TOOLS.md", "# Tools\n")
-	in, err := New(Options{Workspace: r.ws, RunID: "run"}, r.led, r.spool)
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run"}, r.led, r.spool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,3 +614,9 @@ func TestReplacedFilesRemovedAtClose(t *testing.T) {
 	r.checkMarkers(map[string][]string{"TOOLS.md": marks})
 	r.checkClean()
 }
+
+// olderReader is how the ingester's tests written for TOOLS.md see the
+// workspace's OpenClaw: pinned to the layout before 2026.9, where a
+// TOOLS.md note lands in TOOLS.md, and with no config of the machine's
+// read. openclaw_test.go covers the 2026.9 layout.
+var olderReader = OpenClawOptions{Layout: "pre-2026.9", Config: "/nonexistent/openclaw.json"}

@@ -71,7 +71,7 @@ func TestCleanRunLeavesNothingToLookFor(t *testing.T) {
 func TestDeadIngesterLeavesItsMark(t *testing.T) {
 	r := newRig(t)
 	r.store([2]string{"a.md", cardH("create-card", "a.md", cardContent("a", "A."))})
-	in, err := New(Options{Workspace: r.ws, RunID: "died"}, r.led, r.spool)
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "died"}, r.led, r.spool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestUnfinishedRunIsLookedAfter(t *testing.T) {
 		if err := r.led.StartRun(ctx, id, "apply"); err != nil {
 			t.Fatal(err)
 		}
-		in, err := New(Options{Workspace: r.ws, RunID: id}, r.led, r.spool)
+		in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: id}, r.led, r.spool)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,9 @@ type Manifest struct {
 	Workspace string   `json:"workspace,omitempty"`
 	Defaults  Defaults `json:"defaults,omitzero"`
 	Notify    Notify   `json:"notify,omitzero"`
-	Hosts     []Host   `json:"hosts"`
+	// OpenClaw says how the workspace's reader, OpenClaw, is treated.
+	OpenClaw OpenClaw `json:"openclaw,omitzero"`
+	Hosts    []Host   `json:"hosts"`
 	// Repos names repositories, joins clones that have no common origin,
 	// and keeps repositories private to their hosts (repos.go).
 	Repos []Repo `json:"repos,omitempty"`
@@ -95,6 +97,23 @@ type Notify struct {
 	// PingURL is a healthchecks.io-style ping URL.
 	PingURL string `json:"ping_url,omitempty"`
 }
+
+// OpenClaw settings: which layout of OpenClaw reads the workspace, and
+// whether MEMORY.md carries an index of the cards (docs/openclaw.md).
+type OpenClaw struct {
+	// Layout is "auto" (detected; the default), "2026.9" or "pre-2026.9".
+	Layout string `json:"layout,omitempty"`
+	// CardIndex keeps a bounded index of the cards in MEMORY.md; on
+	// unless set to false.
+	CardIndex *bool `json:"card_index,omitempty"`
+	// Config is OpenClaw's config file, when it is not where OpenClaw
+	// itself looks ($OPENCLAW_CONFIG_PATH, $OPENCLAW_STATE_DIR,
+	// ~/.openclaw/openclaw.json); "~" is expanded.
+	Config string `json:"config,omitempty"`
+}
+
+// CardIndexOn reports whether MEMORY.md carries the card index.
+func (o OpenClaw) CardIndexOn() bool { return o.CardIndex == nil || *o.CardIndex }
 
 // Host is one writer host as written in the manifest. Nil settings are
 // inherited from [Manifest.Defaults]; see [Manifest.Effective].

@@ -74,6 +74,13 @@ func (v *validator) manifest(m *Manifest) {
 		}
 	}
 
+	switch m.OpenClaw.Layout {
+	case "", "auto", "2026.9", "pre-2026.9":
+	default:
+		v.report(FieldError{Field: "openclaw.layout", Value: m.OpenClaw.Layout, Msg: fmt.Sprintf("%q is not a layout", m.OpenClaw.Layout),
+			Hint: "use auto (the default: detected from the workspace and OpenClaw's config), 2026.9 or pre-2026.9"})
+	}
+
 	if len(m.Hosts) == 0 {
 		v.report(FieldError{Field: "hosts", Msg: "no hosts are listed", Hint: "add at least one host under hosts:"})
 	}

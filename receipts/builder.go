@@ -62,6 +62,9 @@ func (b *Builder) AddHost(h Host, pulled int) {
 	b.r.Counts.Pulled += pulled
 }
 
+// SetOpenClaw records what the run found of OpenClaw and did for it.
+func (b *Builder) SetOpenClaw(o *OpenClaw) { b.r.OpenClaw = o }
+
 // AddHandoffs records handoff entries.
 func (b *Builder) AddHandoffs(hs ...Handoff) {
 	b.r.Handoffs = append(b.r.Handoffs, hs...)

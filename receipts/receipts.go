@@ -60,6 +60,35 @@ type Receipt struct {
 	Hosts       []Host    `json:"hosts"`
 	Handoffs    []Handoff `json:"handoffs"`
 	Notify      Notify    `json:"notify"`
+	// OpenClaw is what the run found of the OpenClaw that reads the
+	// workspace, and what it did for it (docs/openclaw.md).
+	OpenClaw *OpenClaw `json:"openclaw,omitempty"`
+}
+
+// OpenClaw is a run's view of the workspace's reader.
+type OpenClaw struct {
+	// Layout is "2026.9" (TOOLS.md notes land in AGENTS.md's Tools
+	// section) or "pre-2026.9"; Why names the evidence.
+	Layout string `json:"layout"`
+	Why    string `json:"why"`
+	// Config is OpenClaw's config file that was read, ConfigError why it
+	// could not be.
+	Config      string `json:"config,omitempty"`
+	ConfigError string `json:"config_error,omitempty"`
+	// CardIndex is set when the run rewrote the card index in MEMORY.md.
+	CardIndex *CardIndex `json:"card_index,omitempty"`
+	// MovedDrafts counts review drafts an earlier version left in
+	// memory/handoff-inbox that the run moved to .handoff/review.
+	MovedDrafts int `json:"moved_drafts,omitempty"`
+}
+
+// CardIndex is a rewrite of the card index in MEMORY.md.
+type CardIndex struct {
+	BeforeSHA256 string `json:"before_sha256"`
+	AfterSHA256  string `json:"after_sha256"`
+	Cards        int    `json:"cards"`
+	Shown        int    `json:"shown"`
+	Backup       string `json:"backup,omitempty"`
 }
 
 // Manifest identifies the manifest a run used.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/review"
 	"github.com/handoff-sync/handoff/receipts"
 )
@@ -132,6 +133,7 @@ func (c *reviewCmd) where() (review.Options, error) {
 			return o, err
 		}
 		o.Manifest = receipts.Manifest{Path: m.Path, SHA256: m.SHA256}
+		o.OpenClaw = ingest.OpenClawOptions{Layout: m.OpenClaw.Layout, Config: m.OpenClaw.Config, CardIndex: m.OpenClaw.CardIndexOn()}
 		if ws == "" {
 			ws = m.Workspace
 		}

@@ -38,15 +38,16 @@ type Config struct {
 // os.Getenv in production.
 func ConfigPath(getenv func(string) string, home string) string {
 	if p := strings.TrimSpace(getenv("OPENCLAW_CONFIG_PATH")); p != "" {
-		return expand(p, home)
+		return Expand(p, home)
 	}
 	if d := strings.TrimSpace(getenv("OPENCLAW_STATE_DIR")); d != "" {
-		return filepath.Join(expand(d, home), "openclaw.json")
+		return filepath.Join(Expand(d, home), "openclaw.json")
 	}
 	return filepath.Join(home, ".openclaw", "openclaw.json")
 }
 
-func expand(p, home string) string {
+// Expand replaces a leading "~" in p with home.
+func Expand(p, home string) string {
 	if p == "~" {
 		return home
 	}
@@ -152,36 +153,38 @@ type Detection struct {
 	Layout Layout `json:"layout"`
 	// Why names the evidence, for doctor and the receipt.
 	Why string `json:"why"`
+	// Guess: nothing told, and the layout is the one handoff always
+	// wrote for; doctor asks for a pin.
+	Guess bool `json:"guess,omitempty"`
 }
 
 // Detect works out which layout the OpenClaw that reads a workspace
 // has, from the strongest evidence down:
 //  1. a layout the manifest pins (pin other than LayoutAuto);
-//  2. sticky: a layout handoff already saw as LayoutAgents for this
-//     workspace (OpenClaw never goes back to TOOLS.md);
+//  2. sticky: handoff already saw LayoutAgents for this workspace
+//     (OpenClaw never goes back to TOOLS.md);
 //  3. the workspace's AGENTS.md holds MigratedHeading: OpenClaw's
 //     doctor has retired TOOLS.md there;
-//  4. OpenClaw's config names the version that last wrote it;
-//  5. without any of these: LayoutTools while the workspace has a
-//     TOOLS.md (where notes went so far), else LayoutAgents (what the
-//     current OpenClaw reads; AGENTS.md is loaded by every version).
+//  4. OpenClaw's config names the version that last wrote it
+//     (OpenClaw writes it on setup and on every doctor run);
+//  5. nothing: LayoutTools, where handoff always put TOOLS.md notes,
+//     marked as a guess. handoff moves notes to another file only on
+//     evidence; doctor says when it has none.
 //
-// agents and toolsExists describe the workspace's AGENTS.md and TOOLS.md;
-// cfg may be nil.
-func Detect(pin, sticky Layout, agents []byte, toolsExists bool, cfg *Config) Detection {
+// agents is the workspace's AGENTS.md; cfg may be nil.
+func Detect(pin, sticky Layout, agents []byte, cfg *Config) Detection {
 	switch {
 	case pin != "" && pin != LayoutAuto:
-		return Detection{pin, "pinned by the manifest (openclaw.layout)"}
+		return Detection{Layout: pin, Why: "pinned by the manifest (openclaw.layout)"}
 	case sticky == LayoutAgents:
-		return Detection{LayoutAgents, "seen before in this workspace"}
+		return Detection{Layout: LayoutAgents, Why: "seen before in this workspace (.handoff/openclaw.json)"}
 	case bytes.Contains(agents, []byte(MigratedHeading)):
-		return Detection{LayoutAgents, "AGENTS.md holds OpenClaw's TOOLS.md migration"}
+		return Detection{Layout: LayoutAgents, Why: "AGENTS.md holds OpenClaw's TOOLS.md migration"}
 	case cfg != nil && cfg.Version != "" && AtLeast(cfg.Version, 2026, 9):
-		return Detection{LayoutAgents, fmt.Sprintf("%s was last written by OpenClaw %s", cfg.Path, cfg.Version)}
+		return Detection{Layout: LayoutAgents, Why: fmt.Sprintf("%s was last written by OpenClaw %s", cfg.Path, cfg.Version)}
 	case cfg != nil && cfg.Version != "":
-		return Detection{LayoutTools, fmt.Sprintf("%s was last written by OpenClaw %s", cfg.Path, cfg.Version)}
-	case toolsExists:
-		return Detection{LayoutTools, "the workspace has a TOOLS.md and no OpenClaw config says its version"}
+		return Detection{Layout: LayoutTools, Why: fmt.Sprintf("%s was last written by OpenClaw %s", cfg.Path, cfg.Version)}
 	}
-	return Detection{LayoutAgents, "no evidence of an older OpenClaw: the current layout"}
+	return Detection{Layout: LayoutTools, Guess: true,
+		Why: "no OpenClaw config says its version and AGENTS.md holds no TOOLS.md migration: TOOLS.md, as before"}
 }

@@ -118,19 +118,19 @@ func TestDetect(t *testing.T) {
 		name        string
 		pin, sticky Layout
 		agents      []byte
-		tools       bool
 		cfg         *Config
 		want        Layout
 	}{
-		{"pinned older beats everything", LayoutTools, LayoutAgents, migrated, true, newer, LayoutTools},
-		{"sticky", LayoutAuto, LayoutAgents, nil, true, older, LayoutAgents},
-		{"migrated AGENTS.md", LayoutAuto, "", migrated, true, older, LayoutAgents},
-		{"config 2026.9", "", "", nil, true, newer, LayoutAgents},
-		{"config 2026.8", "", "", nil, false, older, LayoutTools},
-		{"TOOLS.md and no config", "", "", nil, true, nil, LayoutTools},
-		{"nothing", "", "", nil, false, nil, LayoutAgents},
+		{"pinned older beats everything", LayoutTools, LayoutAgents, migrated, newer, LayoutTools},
+		{"sticky", LayoutAuto, LayoutAgents, nil, older, LayoutAgents},
+		{"migrated AGENTS.md", LayoutAuto, "", migrated, older, LayoutAgents},
+		{"config 2026.9", "", "", nil, newer, LayoutAgents},
+		{"config 2026.8", "", "", nil, older, LayoutTools},
+		{"config without a version", "", "", nil, &Config{Path: "c"}, LayoutTools},
+		{"nothing", "", "", nil, nil, LayoutTools},
 	} {
-		if got := Detect(tc.pin, tc.sticky, tc.agents, tc.tools, tc.cfg); got.Layout != tc.want || got.Why == "" {
+		got := Detect(tc.pin, tc.sticky, tc.agents, tc.cfg)
+		if got.Layout != tc.want || got.Why == "" || got.Guess != (tc.name == "nothing" || tc.name == "config without a version") {
 			t.Errorf("%s: %+v, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -111,7 +111,7 @@ func begin(ctx context.Context, o Options, what string) (*session, error) {
 	}
 	s.sp = s.led.Store(legacy)
 	s.closers = append(s.closers, func() { s.sp.Close() })
-	if s.in, err = ingest.New(ingest.Options{Workspace: ws, RunID: s.runID, Log: o.Log}, s.led, s.sp); err != nil {
+	if s.in, err = ingest.New(ingest.Options{Workspace: ws, RunID: s.runID, Log: o.Log, OpenClaw: o.OpenClaw}, s.led, s.sp); err != nil {
 		return nil, err
 	}
 	s.closers = append(s.closers, func() { s.in.Close() })
@@ -383,7 +383,7 @@ func acceptDryRun(ctx context.Context, o Options, id string, a AcceptOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	in, err := ingest.New(ingest.Options{Workspace: o.Workspace, DryRun: true}, nil, nil)
+	in, err := ingest.New(ingest.Options{Workspace: o.Workspace, DryRun: true, OpenClaw: o.OpenClaw}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -164,6 +164,10 @@ type Options struct {
 	By        string            // who decides; "" means Who()
 	Log       *slog.Logger      // nil discards
 	Now       func() time.Time  // nil means time.Now
+	// OpenClaw is how the manifest treats the workspace's reader; a
+	// review without a manifest keeps the card index (the default) and
+	// detects the layout.
+	OpenClaw ingest.OpenClawOptions
 }
 
 func (o *Options) fill() {
@@ -175,6 +179,9 @@ func (o *Options) fill() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.OpenClaw == (ingest.OpenClawOptions{}) {
+		o.OpenClaw.CardIndex = true
 	}
 }
 
