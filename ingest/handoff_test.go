@@ -483,14 +483,14 @@ func TestReasonsDocumented(t *testing.T) {
 		ReasonUnknownAction, ReasonInvalidType, ReasonSecretLike, ReasonHiddenCharacters, ReasonSymlink,
 		ReasonNotRegular, ReasonOversize, ReasonChanging, ReasonTooYoung, ReasonNoTarget, ReasonCardIdentical,
 		ReasonUnfilledTemplate,
-		ReasonInjectionLike,
+		ReasonInjectionLike, ReasonRevised,
 	} {
 		if Reasons[code] == "" {
 			t.Errorf("Reasons has no description for %q", code)
 		}
 	}
-	if len(Reasons) != 25 {
-		t.Errorf("Reasons has %d codes, want 25", len(Reasons))
+	if len(Reasons) != 26 {
+		t.Errorf("Reasons has %d codes, want 26", len(Reasons))
 	}
 }
 

@@ -166,11 +166,14 @@ func (in *Ingester) record(ctx context.Context, src sourceRow, o outcome, planID
 }
 
 func (p *plan) outcome() outcome {
-	r := ResultPromoted
-	if p.Kind == kindDocument {
+	r, reason := ResultPromoted, ""
+	switch p.Kind {
+	case kindDocument:
 		r = ResultRouted
+	case kindReplace:
+		r, reason = ResultRouted, ReasonRevised
 	}
-	return outcome{Result: r, Action: p.Action, Target: p.Target, Before: p.Before, After: p.After}
+	return outcome{Result: r, Reason: reason, Action: p.Action, Target: p.Target, Before: p.Before, After: p.After}
 }
 
 // maxApplyAttempts bounds how often apply looks again at a target that

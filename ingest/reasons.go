@@ -65,6 +65,7 @@ var Reasons = map[string]string{
 	ReasonInjectionLike:       "the card or document text addresses the agent that will read it with instructions to disregard its earlier instructions, hide something from the user, send out secrets or switch off its safety rules",
 	ReasonNoTarget:            "a no-card handoff names no document to update, so a person must decide",
 	ReasonUnfilledTemplate:    "a section still holds a `handoff template` placeholder, <FILL: …>",
+	ReasonRevised:             "its writer rewrote an earlier handoff in place (the same host, inbox and file name, other bytes); it is not applied a second time blindly: a person decides between the versions",
 	ReasonCardIdentical:       "create-card names a card that already holds exactly this content, byte for byte; nothing is written",
 	ReasonSymlink:             "the handoff, its inbox or a target path is a symbolic link",
 	ReasonNotRegular:          "the handoff is not a regular file",
