@@ -344,7 +344,7 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool, fact
 		check("plans", CheckWarn, fmt.Sprintf("%d interrupted plan(s): a run stopped in the middle of applying", n),
 			"the next sync finishes them (run `handoff sync` now, or wait for the timer)")
 	}
-	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in the store (`handoff review` lists them)", tot.Results[receipts.ResultMalformed]), "")
+	check("malformed", CheckOK, malformedMessage(ctx, v, tot.Results[receipts.ResultMalformed]), "")
 	return out
 }
 
