@@ -137,6 +137,8 @@ var migrations = []string{
 	`DROP INDEX IF EXISTS sources_by_name;`,
 	// 10: contents numbered, and keyed by number (shas.go).
 	migrationSHAs,
+	// 11: the normal texts of contents not in normal form (texts.go).
+	migrationTexts,
 }
 
 // Plan states.
@@ -485,6 +487,9 @@ type Finished struct {
 	Src    SourceRow
 	O      Outcome
 	PlanID int64 // the plan marked done or abandoned with it, or 0
+	// Norm is the hash of the content's normal text when the content is
+	// not in normal form (texts.go), else "".
+	Norm string
 }
 
 // Finish records a source's result and, unless it is a copy of content
@@ -492,7 +497,7 @@ type Finished struct {
 // transaction. planID, when not zero, is marked done or
 // abandoned in the same transaction.
 func (l *Ledger) Finish(ctx context.Context, runID string, src SourceRow, o Outcome, planID int64) error {
-	return l.FinishAll(ctx, runID, []Finished{{src, o, planID}})
+	return l.FinishAll(ctx, runID, []Finished{{Src: src, O: o, PlanID: planID}})
 }
 
 // FinishAll records many results as Finish does, all in one transaction:
@@ -511,7 +516,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		return err
 	}
 	defer srcStmt.Close()
-	var hoStmt, hoByID, planStmt *sql.Stmt
+	var hoStmt, hoByID, planStmt, textStmt *sql.Stmt
 	at := now()
 	// A plan among these may be a person's decision (StartDecision): its
 	// bookkeeping is the decision's too, in this transaction.
@@ -555,6 +560,17 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 			res, err := (*st).ExecContext(rctx, append([]any{f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at}, key...)...)
 			if err := one(res, err, "result of", f.Src.SHA256); err != nil {
 				return err
+			}
+			if f.Norm != "" {
+				if textStmt == nil {
+					if textStmt, err = tx.PrepareContext(ctx, insertText); err != nil {
+						return err
+					}
+					defer textStmt.Close()
+				}
+				if _, err := textStmt.ExecContext(rctx, f.Src.SHA256, f.Norm); err != nil {
+					return err
+				}
 			}
 		}
 		if f.PlanID != 0 {
