@@ -409,9 +409,18 @@ func doctorReceipt(ws string, opts Options) Check {
 			c.Status = status
 		}
 	}
-	switch r.Outcome {
-	case receipts.OutcomeOK:
-	case receipts.OutcomePartial:
+	switch {
+	case r.Interrupted:
+		// Stopped by a person or the system, not failed: what it
+		// stored is kept, and the next run finishes the rest.
+		worse(CheckWarn)
+		c.Message = fmt.Sprintf("last run %s was interrupted %s ago (%s)", r.RunID, roundAge(age), strings.TrimPrefix(r.Error, "interrupted: "))
+		if why := partialReasons(r); why != "" {
+			c.Message += "; " + why
+		}
+		hints = append(hints, "nothing stored is lost: the next `handoff sync` (the timer's too) ingests, archives and publishes what it left")
+	case r.Outcome == receipts.OutcomeOK:
+	case r.Outcome == receipts.OutcomePartial:
 		worse(CheckWarn)
 		if why := partialReasons(r); why != "" {
 			c.Message += " (" + why + ")"
