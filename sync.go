@@ -104,6 +104,7 @@ func Sync(ctx context.Context, opts Options) (*receipts.Receipt, error) {
 	ru.recordRejects(ctx)
 	ru.continuity(ctx)
 	ru.publish(ctx)
+	ru.noteInterruption(ctx) // a stop during the publish counts too
 	ru.judge()
 	ru.notify(ctx)
 	return ru.writeReceipt(ctx)
@@ -283,7 +284,7 @@ func (ru *run) ingest(ctx context.Context, stored, pulled <-chan struct{}) {
 // noteInterruption: a run that is stopped (SIGINT, SIGTERM) still
 // records what it did, and says that it was stopped.
 func (ru *run) noteInterruption(ctx context.Context) {
-	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if ru.stopped == nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		ru.stopped = context.Cause(ctx)
 		ru.log.Warn("run interrupted", "cause", ru.stopped)
 	}
@@ -333,6 +334,10 @@ func (ru *run) publish(ctx context.Context) {
 			return
 		case sess == nil:
 			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "the pull failed: " + ru.reports[i].Error}
+		case ru.ingErr != nil && ru.stopped != nil && errors.Is(ru.ingErr, context.Canceled):
+			// The interruption stopped the ingest; nothing failed.
+			sess.Close()
+			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "the run was interrupted before its ingest was done; the mirror keeps what it had, and the next sync publishes it"}
 		case ru.ingErr != nil:
 			sess.Close()
 			results[i] = &mirror.Result{Outcome: mirror.OutcomeSkipped, Error: "ingest failed; the mirror keeps what it had"}

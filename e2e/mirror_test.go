@@ -395,6 +395,14 @@ func checkInterruptedPublish(t *testing.T, x *interruptedMirror) {
 	if strings.Contains(x.stderr, "handoff: ledger:") {
 		t.Errorf("stderr blames the ledger:\n%s", x.stderr)
 	}
+	// The receipt, the terminal and doctor say the same (issue 48, item
+	// 6): the run was interrupted, its outcome failed, and it is said once.
+	if !x.rc.Interrupted || x.rc.Outcome != receipts.OutcomeFailed || !strings.HasPrefix(x.rc.Error, "interrupted: ") {
+		t.Errorf("receipt: interrupted %v, outcome %s, error %q; want interrupted, failed", x.rc.Interrupted, x.rc.Outcome, x.rc.Error)
+	}
+	if n := strings.Count(x.stderr, "handoff: interrupted: "); n != 1 {
+		t.Errorf("stderr says interrupted %d times:\n%s", n, x.stderr)
+	}
 	m := x.m
 	if m.Outcome != mirror.OutcomeError || !m.Interrupted || !strings.HasPrefix(m.Error, "interrupted: ") || !strings.Contains(m.Error, "the next sync finishes the job") {
 		t.Fatalf("mirror in the receipt %+v; want an interrupted error", m)
@@ -446,6 +454,9 @@ func checkInterruptedPublish(t *testing.T, x *interruptedMirror) {
 	dr := runHandoff(t, x.env, "doctor", "--manifest", x.w.manifest)
 	if !strings.Contains(dr.stdout, "the last run was interrupted while publishing the mirror at "+x.dir) || strings.Contains(dr.stdout, "Refusals") {
 		t.Errorf("doctor after an interrupted publish:\n%s", dr.stdout)
+	}
+	if !strings.Contains(dr.stdout, "last run "+x.rc.RunID+" was interrupted ") {
+		t.Errorf("doctor does not say the last run was interrupted:\n%s", dr.stdout)
 	}
 }
 

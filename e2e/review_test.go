@@ -114,6 +114,28 @@ type reviewCase struct {
 	// changes: the decision writes to the workspace (accept, edit).
 	changes bool
 	points  []string
+	// setup, when set, adds to the world what the case decides about.
+	setup func(w *reviewWorld)
+}
+
+// Lines of the revision case: a document append and its revision.
+const (
+	rvRevOld = "- marker-REV-ONE jq for receipts"
+	rvRevNew = "- marker-REV-TWO jq 1.6 for receipts"
+)
+
+// revisionSetup routes rev.md's first version, then syncs its revision,
+// which waits in review as revised.
+func revisionSetup(w *reviewWorld) {
+	in := w.inboxes[0]
+	mustWrite(w.t, filepath.Join(in, "rev.md"), docHandoff("rules/rev.md", rvRevOld))
+	if code, out := w.sync(); code != 0 {
+		w.t.Fatalf("sync of the first version exited %d:\n%s", code, out)
+	}
+	mustWrite(w.t, filepath.Join(in, "rev.md"), docHandoff("rules/rev.md", rvRevNew))
+	if code, out := w.sync(); code != 0 || !strings.Contains(out, "Review 1") {
+		w.t.Fatalf("sync of the revision exited %d:\n%s", code, out)
+	}
 }
 
 var reviewCases = []reviewCase{
@@ -144,6 +166,28 @@ var reviewCases = []reviewCase{
 		},
 		changes: true,
 		points:  []string{"review.planned", "commit.written", "bookkeeping.done", "review.decided", "review.draft-removed"},
+	},
+	{
+		// Accepting a revision replaces the first version's text in
+		// place: the document holds one of the two, never both.
+		name:  "accept-revision",
+		setup: revisionSetup,
+		item: func(w *reviewWorld) (string, string) {
+			return sum(docHandoff("rules/rev.md", rvRevNew)), "rev.md"
+		},
+		args: func(w *reviewWorld) []string {
+			return []string{"accept", sum(docHandoff("rules/rev.md", rvRevNew))[:12]}
+		},
+		applied: func(w *reviewWorld) bool {
+			doc := w.read("rules/rev.md")
+			one, two := strings.Count(doc, "marker-REV-ONE"), strings.Count(doc, "marker-REV-TWO")
+			if one+two != 1 {
+				w.t.Fatalf("the document holds %d first and %d second versions: %q", one, two, doc)
+			}
+			return two == 1
+		},
+		changes: true,
+		points:  []string{"review.planned", "backup.written", "commit.written", "bookkeeping.done", "review.decided", "review.draft-removed"},
 	},
 	{
 		name: "edit",
@@ -286,6 +330,9 @@ func TestReviewCrashAtEveryFailpoint(t *testing.T) {
 			for _, next := range []string{"sync", "review"} {
 				t.Run(c.name+"/"+fp+"/"+next, func(t *testing.T) {
 					w := newReviewWorld(t)
+					if c.setup != nil {
+						c.setup(w)
+					}
 					code, out := w.review(append(c.environ(w), failpoint.Env+"="+fp), c.args(w)...)
 					if code != -9 {
 						t.Fatalf("failpoint %s not reached (exit %d):\n%s", fp, code, out)

@@ -67,6 +67,9 @@ type item struct {
 	late     []byte // another writer's bytes appended to the replaced file
 	lateName string
 	slow     bool // left to apply, one plan at a time
+	// norm is the hash of the content's normal text when it is not in
+	// normal form (sametext.go), else "".
+	norm string
 }
 
 // viewed is a target as the planner reads it: from disk, or as a batch's
@@ -88,6 +91,10 @@ type batch struct {
 	known map[string]bool // hashes with a result in the ledger
 	prev  *batch          // the batch before, being applied meanwhile, or nil
 	seen  map[string]bool // hashes given a result in this batch
+	// texts are the normal texts' hashes of the contents not in normal
+	// form given a result in this batch; knownText those the ledger
+	// holds for the batch's hashes (sametext.go).
+	texts, knownText map[string]bool
 	// view holds the targets this batch plans changes to, as its plans
 	// leave them; prev's view stands for what prev is about to write.
 	view map[string]viewed
@@ -213,7 +220,7 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 // it is about to write.
 func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []sourceRow, prev *batch) (_ *batch, err error) {
 	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}, sums: map[string]string{},
-		names: map[ledger.NameKey]*item{}}
+		names: map[ledger.NameKey]*item{}, texts: map[string]bool{}}
 	if st != nil {
 		b.opened = durable.NewDirs(in.ws.root)
 	}
@@ -229,6 +236,9 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 	if b.known, err = in.led.KnownHandoffs(ctx, shas); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	if b.knownText, err = in.led.KnownTexts(ctx, shas); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	if b.earlier, err = in.led.Earlier(ctx, srcs); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
@@ -236,7 +246,7 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		it, err := b.decide(src)
+		it, err := b.decide(ctx, src)
 		if err != nil {
 			return nil, err
 		}
@@ -258,7 +268,7 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 }
 
 // decide gives one source its outcome, or a plan and the files to write.
-func (b *batch) decide(src sourceRow) (*item, error) {
+func (b *batch) decide(ctx context.Context, src sourceRow) (*item, error) {
 	in := b.in
 	it := &item{src: src}
 	if b.known[src.SHA256] || b.seen[src.SHA256] || b.prev != nil && b.prev.seen[src.SHA256] {
@@ -266,9 +276,26 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 		return it, nil
 	}
 	b.seen[src.SHA256] = true
+	if b.knownText[src.SHA256] || b.texts[src.SHA256] || b.prev != nil && b.prev.texts[src.SHA256] {
+		// A content in normal form whose text a copy with CRLF line
+		// ends (or trailing whitespace) had first.
+		it.o = outcome{Result: ResultDuplicate, Reason: ReasonSameText}
+		return it, nil
+	}
 	data, err := in.spool.Get(src.SHA256)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %s from %s: %w", claim.Quote(src.Name), src.Host, err)
+	}
+	if it.norm = normalHash(data); it.norm != "" {
+		same, err := b.sameText(ctx, it.norm)
+		if err != nil {
+			return nil, err
+		}
+		b.texts[it.norm] = true
+		if same {
+			it.o = outcome{Result: ResultDuplicate, Reason: ReasonSameText}
+			return it, nil
+		}
 	}
 	h, err := Parse(data)
 	if err != nil {
@@ -341,6 +368,21 @@ func (b *batch) decide(src sourceRow) (*item, error) {
 	}
 	p.cur, p.next, p.tail = nil, nil, nil
 	return it, nil
+}
+
+// sameText reports whether a content with the normal text norm was given
+// a result before: in this batch, the batch being applied, or the ledger.
+func (b *batch) sameText(ctx context.Context, norm string) (bool, error) {
+	for _, bb := range []*batch{b, b.prev} {
+		if bb != nil && (bb.seen[norm] || bb.texts[norm]) {
+			return true, nil
+		}
+	}
+	same, err := b.in.led.SameText(ctx, norm)
+	if err != nil {
+		return false, fmt.Errorf("ingest: %w", err)
+	}
+	return same, nil
 }
 
 // stageTargets hands the workers each target's new content as the batch's
@@ -533,7 +575,7 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 			if it.p != nil {
 				id = it.p.ID
 			}
-			done = append(done, finished{Src: it.src, O: it.o, PlanID: id})
+			done = append(done, finished{Src: it.src, O: it.o, PlanID: id, Norm: it.norm})
 		}
 	}
 	if err := in.led.FinishAll(ctx, in.opts.RunID, done); err != nil {

@@ -42,6 +42,8 @@ func legacyDrafts(r *rig, n int, own bool) map[string]string {
 	db := r.led.DB()
 	for _, q := range []string{
 		`UPDATE handoffs SET target = 'memory/handoff-inbox/' || substr(target, 17) WHERE substr(target, 1, 16) = '.handoff/review/'`,
+		// Undo what came after schema 10, so that the migrations run again.
+		`DROP TABLE texts`,
 		`PRAGMA user_version = 10`,
 	} {
 		if _, err := db.Exec(q); err != nil {

@@ -196,7 +196,7 @@ func entryFor(src sourceRow, o outcome) Entry {
 // record finishes a source with an outcome that wrote nothing but maybe a
 // review draft.
 func (in *Ingester) record(ctx context.Context, src sourceRow, o outcome, planID int64) (Entry, error) {
-	if err := in.led.Finish(ctx, in.opts.RunID, src, o, planID); err != nil {
+	if err := in.led.FinishAll(ctx, in.opts.RunID, []finished{{Src: src, O: o, PlanID: planID, Norm: in.normOf(src)}}); err != nil {
 		return Entry{}, fmt.Errorf("ingest: record %s: %w", src.SHA256[:12], err)
 	}
 	failpoint.Inject("bookkeeping.done")
@@ -205,11 +205,14 @@ func (in *Ingester) record(ctx context.Context, src sourceRow, o outcome, planID
 }
 
 func (p *plan) outcome() outcome {
-	r := ResultPromoted
-	if p.Kind == kindDocument {
+	r, reason := ResultPromoted, ""
+	switch p.Kind {
+	case kindDocument:
 		r = ResultRouted
+	case kindReplace:
+		r, reason = ResultRouted, ReasonRevised
 	}
-	return outcome{Result: r, Action: p.Action, Target: p.Target, Before: p.Before, After: p.After}
+	return outcome{Result: r, Reason: reason, Action: p.Action, Target: p.Target, Before: p.Before, After: p.After}
 }
 
 // maxApplyAttempts bounds how often apply looks again at a target that

@@ -42,6 +42,9 @@ const (
 
 	// Duplicate: nothing to write and nothing for a person to decide.
 	ReasonCardIdentical = "card-identical"
+	// ReasonSameText: other bytes, the same normal text as a handoff
+	// stored before (CRLF line ends, trailing whitespace; sametext.go).
+	ReasonSameText = "same-text"
 
 	// Rejected or deferred at claim time: the file was never read, or not yet.
 	ReasonSymlink    = "symlink"
@@ -75,7 +78,9 @@ var Reasons = map[string]string{
 	ReasonInjectionLike:       "the card or document text addresses the agent that will read it with instructions to disregard its earlier instructions, hide something from the user, send out secrets or switch off its safety rules",
 	ReasonNoTarget:            "a no-card handoff names no document to update, so a person must decide",
 	ReasonUnfilledTemplate:    "a section still holds a `handoff template` placeholder, <FILL: …>",
+	ReasonRevised:             "its writer rewrote an earlier handoff in place (the same host, inbox and file name, other bytes); it is not applied a second time blindly: a person decides between the versions",
 	ReasonCardIdentical:       "create-card names a card that already holds exactly this content, byte for byte; nothing is written",
+	ReasonSameText:            "the handoff differs from one stored before only in line endings (CRLF), trailing whitespace or blank lines around it: the same handoff, not applied again",
 	ReasonSymlink:             "the handoff, its inbox or a target path is a symbolic link",
 	ReasonNotRegular:          "the handoff is not a regular file",
 	ReasonOversize:            "the handoff is larger than max_file_size",

@@ -117,6 +117,13 @@ type Proposal struct {
 	// Identical: the card already holds exactly the handoff's content, so
 	// accepting it writes nothing.
 	Identical bool
+	// Replaces is, for a revision of a document append, the earlier
+	// version whose appended text the plan replaces in place (Kind
+	// "document-replace", Next the whole document); AppendOnly, when the
+	// earlier version appended and the plan cannot replace its text, says
+	// why accept appends instead.
+	Replaces   string
+	AppendOnly string
 	// Kind ("card" or "document"), Action and Target are what the handoff
 	// would change; empty when it names no target a handoff may write.
 	Kind, Action, Target string
@@ -198,6 +205,16 @@ var ErrBlocked = errors.New("cannot be applied as it is")
 // neither the ledger nor the spool: an Ingester opened with DryRun and
 // nil ledger and spool may Inspect.
 func (in *Ingester) Inspect(src ledger.SourceRow, data []byte, ov Override) (*Proposal, error) {
+	return in.InspectRevision(src, data, ov, nil)
+}
+
+// InspectRevision is Inspect for a handoff that revises the version e
+// (nil when it revises none). When e appended to the document this one
+// names, and the document still holds e's text exactly once, the proposal
+// replaces that text in place (Replaces); else it appends and AppendOnly
+// says why. Review's show, accept --dry-run and accept all ask this, so
+// that they describe one change.
+func (in *Ingester) InspectRevision(src ledger.SourceRow, data []byte, ov Override, e *Earlier) (*Proposal, error) {
 	pr := &Proposal{SHA256: src.SHA256, ov: ov}
 	h, err := Parse(data)
 	if err != nil {
@@ -238,6 +255,9 @@ func (in *Ingester) Inspect(src ledger.SourceRow, data []byte, ov Override) (*Pr
 			pr.Kind, pr.Target = p.Kind, p.Target
 		}
 	}
+	if e != nil && e.Result == ResultRouted && h.Document != nil && h.Card == nil {
+		inspectRevision(pr, h, e)
+	}
 	for _, prob := range pr.Problems {
 		if !ov.relaxes(prob.Reason) {
 			pr.Blocking = append(pr.Blocking, prob)
@@ -252,6 +272,26 @@ func (in *Ingester) Inspect(src ledger.SourceRow, data []byte, ov Override) (*Pr
 		pr.p = nil
 	}
 	return pr, nil
+}
+
+// inspectRevision makes pr, the proposal of a document append h whose
+// earlier version e appended already, the replacement of e's text when it
+// can be, and says so among the problems (revised, which the person's
+// word on the workspace relaxes).
+func inspectRevision(pr *Proposal, h *Handoff, e *Earlier) {
+	pr.Problems = append(pr.Problems, problemf(ReasonRevised, SectionTargetDocument,
+		"a revision of %.12s, which already appended its text to %s", e.SHA256, e.Target))
+	if pr.p == nil || pr.p.Kind != kindDocument {
+		return
+	}
+	rp, why := replacePlan(pr.p, e, h)
+	if rp == nil {
+		pr.AppendOnly = why
+		return
+	}
+	pr.p, pr.Kind, pr.Replaces = rp, rp.Kind, e.SHA256
+	pr.Next, pr.After = rp.next, rp.After
+	pr.Identical = rp.After == rp.Before
 }
 
 // planProblem words a planner's reason for a person.
@@ -294,6 +334,8 @@ type Decision struct {
 	// Edited: Source is an edited handoff (ID 0), stored and recorded as a
 	// new source with the decision.
 	Edited bool
+	// Earlier is the version Source revises, if any (InspectRevision).
+	Earlier *Earlier
 }
 
 // Decide applies a person's decision now, through the ingester's own plan
@@ -315,7 +357,7 @@ func (in *Ingester) Decide(ctx context.Context, d Decision) (_ Entry, _ *Proposa
 			in.unclean = true
 		}
 	}()
-	pr, err := in.Inspect(d.Source, d.Data, d.Override)
+	pr, err := in.InspectRevision(d.Source, d.Data, d.Override, d.Earlier)
 	if err != nil {
 		return Entry{}, nil, err
 	}

@@ -1,6 +1,9 @@
 package ingest
 
 import (
+	"bytes"
+	"fmt"
+
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/internal/layout"
 )
@@ -68,4 +71,85 @@ func revision(v ledger.Version, h *Handoff, p *plan, reason string, replan func(
 		return nil, "", true, nil
 	}
 	return p, "", false, nil
+}
+
+// Replacing a revised append. A person who accepts a revision of a
+// document append means "replace my earlier note", not "add a second
+// one". While the document still holds the earlier version's text
+// exactly, once, as whole lines, accept replaces that text in place with
+// the revision's: a hash-guarded write of the whole document, backed up,
+// recorded as a plan of kind kindReplace. Otherwise accept can only
+// append, and the proposal says why (docs/design.md, "Revisions").
+
+// kindReplace is a plan that replaces a document whole (the earlier
+// version's appended text swapped for the revision's); its Content is
+// the whole new document, as a card plan's is.
+const kindReplace = "document-replace"
+
+// Earlier is the version a revision revises, as `handoff review` finds it
+// in the ledger: its content's hash, what became of it, and its bytes
+// (nil when no longer stored).
+type Earlier struct {
+	SHA256 string
+	Result string
+	Target string
+	Data   []byte
+}
+
+// replacePlan turns p, a document append planned with the workspace
+// rules relaxed, into the replacement of what the earlier version e
+// appended, when the document still holds that text exactly once. Else
+// it returns nil and why accept can only append.
+func replacePlan(p *plan, e *Earlier, h *Handoff) (*plan, string) {
+	switch {
+	case e.Target != p.Target:
+		return nil, fmt.Sprintf("the earlier version %.12s appended to %s and this one names %s, so accept appends to %s and leaves %s as it is", e.SHA256, e.Target, p.Target, p.Target, e.Target)
+	case e.Data == nil:
+		return nil, fmt.Sprintf("the earlier version %.12s is no longer stored (pruned), so the text it appended cannot be found: accept appends", e.SHA256)
+	}
+	eh, err := Parse(e.Data)
+	if err != nil || eh.Document == nil {
+		return nil, fmt.Sprintf("the earlier version %.12s does not parse as a document append any more, so the text it appended cannot be found: accept appends", e.SHA256)
+	}
+	next, n := replaceAppended(p.cur, eh.Document.Content, h.Document.Content)
+	switch {
+	case n == 0:
+		return nil, fmt.Sprintf("%s no longer holds the text version %.12s appended exactly (it was edited or removed since), so accept appends this version; `handoff review edit` to merge by hand", p.Target, e.SHA256)
+	case n > 1:
+		return nil, fmt.Sprintf("%s holds the text version %.12s appended %d times, so which one to replace is not clear: accept appends; `handoff review edit` to merge by hand", p.Target, e.SHA256, n)
+	}
+	rp := &plan{Plan: p.Plan, cur: p.cur, next: next}
+	rp.Kind, rp.Content, rp.After = kindReplace, next, hash(next)
+	return rp, ""
+}
+
+// replaceAppended returns cur with old, the text an earlier version
+// appended, replaced by content, and how many times cur holds old as
+// whole lines (starting a line, ending one or the file). Only when it is
+// exactly once is the replaced content returned.
+func replaceAppended(cur []byte, old, content string) ([]byte, int) {
+	if old == "" {
+		return nil, 0
+	}
+	at, n := -1, 0
+	for i := 0; i <= len(cur); {
+		j := bytes.Index(cur[i:], []byte(old))
+		if j < 0 {
+			break
+		}
+		k, end := i+j, i+j+len(old)
+		if (k == 0 || cur[k-1] == '\n') && (end == len(cur) || cur[end] == '\n') {
+			at = k
+			n++
+		}
+		i = k + 1
+	}
+	if n != 1 {
+		return nil, n
+	}
+	next := make([]byte, 0, len(cur)-len(old)+len(content))
+	next = append(next, cur[:at]...)
+	next = append(next, content...)
+	next = append(next, cur[at+len(old):]...)
+	return next, 1
 }

@@ -1,9 +1,13 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/layout"
 )
 
 // versions lists each source of name as "result/reason", in the order
@@ -191,4 +195,127 @@ func TestCrashOnRevisions(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReplaceAppended: an earlier version's appended text is found only
+// as whole lines, and replaced only when the document holds it exactly
+// once.
+func TestReplaceAppended(t *testing.T) {
+	for _, tc := range []struct {
+		cur, old, content, want string
+		n                       int
+	}{
+		{"# T\n\n- old\n", "- old", "- new", "# T\n\n- new\n", 1},
+		{"- old\n", "- old", "- new", "- new\n", 1},
+		{"- a\n\n- old\n\n- later\n", "- old", "- new\n- more", "- a\n\n- new\n- more\n\n- later\n", 1},
+		{"- old", "- old", "- new", "- new", 1},
+		{"- a\n\n- old thing\n", "- old", "- new", "", 0}, // not whole lines
+		{"- a\n\n- bold\n", "old", "new", "", 0},          // inside a line
+		{"- old\n\n- old\n", "- old", "- new", "", 2},     // ambiguous
+		{"- a\n", "- old", "- new", "", 0},                // gone
+		{"", "- old", "- new", "", 0},                     // no document
+		{"- x\n- old\n- y\n", "- old", "- new", "- x\n- new\n- y\n", 1},
+	} {
+		got, n := replaceAppended([]byte(tc.cur), tc.old, tc.content)
+		if n != tc.n || (n == 1 && string(got) != tc.want) || (n != 1 && got != nil) {
+			t.Errorf("replaceAppended(%q, %q, %q) = %q, %d; want %q, %d", tc.cur, tc.old, tc.content, got, n, tc.want, tc.n)
+		}
+	}
+}
+
+// TestAcceptRevisionReplaces: accepting a revision of a routed document
+// append replaces the earlier version's text in place, hash-guarded, with
+// a backup of the document and a plan of its own; where the document no
+// longer holds that text exactly, the proposal appends and says why.
+// Invariant: the document never holds both versions' text after a
+// replacing accept, and every byte it held before is in the backup.
+func TestAcceptRevisionReplaces(t *testing.T) {
+	ctx := context.Background()
+	v1 := docH("rules/deploy.md", "- landed as abc1234 on main")
+	v2 := docH("rules/deploy.md", "- landed as def5678 on main")
+	setup := func(t *testing.T) (*rig, ledger.SourceRow, *Earlier) {
+		r := newRig(t)
+		r.writeWS("rules/deploy.md", "- deploys go through CI\n")
+		r.store([2]string{"d.md", v1})
+		r.mustRun(256)
+		r.store([2]string{"d.md", v2})
+		r.mustRun(256)
+		var src ledger.SourceRow
+		if err := r.led.DB().QueryRow(`SELECT id, sha256, size, host, inbox, name FROM sources WHERE sha256 = ?`, sum(v2)).
+			Scan(&src.ID, &src.SHA256, &src.Size, &src.Host, &src.Inbox, &src.Name); err != nil {
+			t.Fatal(err)
+		}
+		return r, src, &Earlier{SHA256: sum(v1), Result: ResultRouted, Target: "rules/deploy.md", Data: []byte(v1)}
+	}
+	t.Run("replaces", func(t *testing.T) {
+		r, src, e := setup(t)
+		before := r.readWS("rules/deploy.md")
+		in := r.ingester(false)
+		pr, err := in.InspectRevision(src, []byte(v2), Override{Workspace: true}, e)
+		if err != nil || !pr.OK() || pr.Replaces != sum(v1) || pr.Kind != kindReplace {
+			t.Fatalf("proposal %+v %v", pr, err)
+		}
+		want := "- deploys go through CI\n\n- landed as def5678 on main\n"
+		if string(pr.Next) != want {
+			t.Errorf("proposal leaves %q, want %q", pr.Next, want)
+		}
+		ent, _, err := in.Decide(ctx, Decision{Source: src, Data: []byte(v2), Override: Override{Workspace: true}, Record: r.decision(src, ledger.DecisionAccepted), Earlier: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ent.Result != ResultRouted || ent.Reason != ReasonRevised || ent.BeforeSHA256 != sum(before) || ent.AfterSHA256 != sum(want) {
+			t.Errorf("entry %+v", ent)
+		}
+		if got := r.readWS("rules/deploy.md"); got != want {
+			t.Errorf("document %q, want %q", got, want)
+		}
+		if b := r.readWS(layout.BackupsDir + "/" + BackupName(src.SHA256, 0, "rules/deploy.md")); b != before {
+			t.Errorf("backup %q, want the document as it was, %q", b, before)
+		}
+		var kind, state string
+		r.led.DB().QueryRow(`SELECT kind, state FROM plans WHERE sha256 = ?`, src.SHA256).Scan(&kind, &state)
+		if kind != kindReplace || state != "done" {
+			t.Errorf("plan %s %s", kind, state)
+		}
+		r.checkClean()
+	})
+	t.Run("edited-since", func(t *testing.T) {
+		r, src, e := setup(t)
+		r.writeWS("rules/deploy.md", "- deploys go through CI\n\n- landed as abc1234 on main (hotfix)\n")
+		pr, err := r.ingester(true).InspectRevision(src, []byte(v2), Override{Workspace: true}, e)
+		if err != nil || !pr.OK() || pr.Replaces != "" || pr.Kind != kindDocument || !strings.Contains(pr.AppendOnly, "no longer holds") {
+			t.Fatalf("proposal %+v %v", pr, err)
+		}
+	})
+	t.Run("pruned", func(t *testing.T) {
+		r, src, e := setup(t)
+		e.Data = nil
+		pr, _ := r.ingester(true).InspectRevision(src, []byte(v2), Override{Workspace: true}, e)
+		if pr.Replaces != "" || !strings.Contains(pr.AppendOnly, "no longer stored") {
+			t.Fatalf("proposal %+v", pr)
+		}
+	})
+	t.Run("moved-under-it", func(t *testing.T) {
+		// The document changes after the plan is recorded and before it
+		// is applied: the compare-and-swap refuses, the decision is
+		// abandoned and the handoff waits again. Nothing is lost.
+		r, src, e := setup(t)
+		in := r.ingester(false)
+		pr, err := in.InspectRevision(src, []byte(v2), Override{Workspace: true}, e)
+		if err != nil || !pr.OK() {
+			t.Fatal(err)
+		}
+		p := pr.p
+		if err := r.led.StartDecision(ctx, r.decision(src, ledger.DecisionAccepted), &p.Plan, nil); err != nil {
+			t.Fatal(err)
+		}
+		r.writeWS("rules/deploy.md", "- someone else\n")
+		ent, err := in.apply(ctx, src, p, nil, nil)
+		if err != nil || ent.Result != ResultReview {
+			t.Fatalf("entry %+v %v", ent, err)
+		}
+		if got := r.readWS("rules/deploy.md"); got != "- someone else\n" {
+			t.Errorf("document %q", got)
+		}
+	})
 }

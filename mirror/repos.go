@@ -85,6 +85,9 @@ type RecentHandoff struct {
 	// Withheld, when set, is why its text is not shown (a reason code):
 	// only its file name, time, host and what became of it are.
 	Withheld string
+	// Edited: a person wrote it with `handoff review edit` on the
+	// canonical host, from a handoff pulled from Host; At is when.
+	Edited bool
 }
 
 // Index is repos/INDEX.json: what `handoff context` looks a clone up in.
@@ -326,7 +329,11 @@ func entry(b *strings.Builder, level string, h RecentHandoff) {
 	if h.Harness != "" {
 		from += " (" + inline(h.Harness, maxItem) + ")"
 	}
-	fmt.Fprintf(b, "- pulled %s from %s", h.At.UTC().Format("2006-01-02 15:04 UTC"), from)
+	if h.Edited {
+		fmt.Fprintf(b, "- edited in review %s on the canonical host, from a handoff from %s", h.At.UTC().Format("2006-01-02 15:04 UTC"), from)
+	} else {
+		fmt.Fprintf(b, "- pulled %s from %s", h.At.UTC().Format("2006-01-02 15:04 UTC"), from)
+	}
 	if h.Type != "" && h.Withheld == "" {
 		fmt.Fprintf(b, " · %s", inline(h.Type, maxItem))
 	}

@@ -49,7 +49,13 @@ card-exists.
 The continuity sections (Open questions, Next steps, Continues) never
 make a file fail: they never change how it is routed. A Continues that
 names no earlier handoff (by its file name or SHA-256) is a warning,
-continues-unclear, printed as FILE: warning: CODE: MESSAGE.`,
+continues-unclear, printed as FILE: warning: CODE: MESSAGE.
+
+A handoff whose notes (title, summary, durable facts, open questions, next
+steps) the mirror's repos/ would withhold from agents on other hosts (they
+read like instructions to the agent, look like a secret, or hide
+characters) is a warning too, notes-withheld: it is applied as usual, but
+the next agent sees only its file name and what became of it.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if mirrorDir != "" {
@@ -75,6 +81,9 @@ continues-unclear, printed as FILE: warning: CODE: MESSAGE.`,
 				var warns []lintProblem
 				for _, p := range ingest.LintWarnings(data) {
 					warns = append(warns, lintProblem{Reason: p.Reason, Field: p.Field, Message: p.Message})
+				}
+				if w, ok := withheldWarning(data, probs); ok {
+					warns = append(warns, w)
 				}
 				results = append(results, lintResult{File: name, OK: len(probs) == 0, Problems: probs, Warnings: warns})
 				bad = bad || len(probs) > 0
@@ -134,4 +143,39 @@ func againstMirror(data []byte, dir string) []lintProblem {
 			Message: fmt.Sprintf("the mirror already has %s; send update-card with the whole new card and Expected card SHA256 %s", rel, have)}}
 	}
 	return nil
+}
+
+// reasonNotesWithheld is lint's warning that repos/ (RECENT.md, `handoff
+// context`) will not show a handoff's notes to agents on other hosts.
+const reasonNotesWithheld = "notes-withheld"
+
+// withheldWarning warns when the mirror's repos/ would withhold the
+// handoff's notes (ingest.Handoff.WithheldReason), unless a problem of
+// lint's already names the same reason.
+func withheldWarning(data []byte, probs []lintProblem) (lintProblem, bool) {
+	h, err := ingest.Parse(data)
+	if err != nil {
+		return lintProblem{}, false
+	}
+	why := h.WithheldReason()
+	if why == "" {
+		return lintProblem{}, false
+	}
+	for _, p := range probs {
+		if p.Reason == why {
+			return lintProblem{}, false
+		}
+	}
+	what := map[string]string{
+		ingest.ReasonInjectionLike:    "they read like instructions to the agent that reads them",
+		ingest.ReasonSecretLike:       "the handoff holds what looks like a secret",
+		ingest.ReasonHiddenCharacters: "the handoff holds invisible, bidirectional or control characters",
+	}[why]
+	if what == "" {
+		what = "the screens flag them"
+	}
+	return lintProblem{Reason: reasonNotesWithheld, Message: fmt.Sprintf(
+		"the next agent will not see this handoff's notes (title, summary, durable facts, open questions, next steps): "+
+			"the mirror's repos/ (RECENT.md, `handoff context`) withholds them from other hosts because %s (%s), and shows only its file name and what became of it; "+
+			"it is still applied as usual. Rewrite the notes as plain statements for them to be shared", what, why)}, true
 }

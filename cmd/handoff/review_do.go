@@ -100,7 +100,9 @@ func (c *reviewCmd) applied(w io.Writer, verb string, out *review.Outcome) error
 
 func (c *reviewCmd) reject(cmd *cobra.Command, args []string) error {
 	if strings.TrimSpace(c.note) == "" {
-		return usageError{errors.New("reject needs --note TEXT: say why, for the record")}
+		return &exitError{code: exitUsage, err: errors.New("reject needs --note TEXT: say why, for the record"),
+			hint: fmt.Sprintf("handoff review reject %s --note 'why: obsolete, wrong repository, merged by hand…' (`handoff review show %s` first, to read it)",
+				review.SafeLine(args[0]), review.SafeLine(args[0]))}
 	}
 	o, err := c.where()
 	if err != nil {

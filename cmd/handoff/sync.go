@@ -155,7 +155,7 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 			}
 		}
 	}
-	if cmd.Context().Err() != nil && r.Outcome != receipts.OutcomeOK {
+	if cmd.Context().Err() != nil && r.Outcome != receipts.OutcomeOK && !r.Interrupted {
 		fmt.Fprintf(c.g.stderr, "handoff: interrupted: the run was stopped before it was done; the receipt says what it did, and the next sync finishes the rest\n")
 	}
 	if r.Outcome != receipts.OutcomeOK {

@@ -426,6 +426,20 @@ func (l *Ledger) RecentByHost(ctx context.Context, n int) (map[string][]HostResu
 	return out, nil
 }
 
+// WaitingMalformed counts the malformed handoffs that still wait for a
+// person: no decision about them is started or done (a rejected one is
+// in the quarantine and waits no more).
+func (l *Ledger) WaitingMalformed(ctx context.Context) (int, error) {
+	var n int
+	err := l.db.QueryRowContext(ctx, `SELECT count(*) FROM handoffs h WHERE h.result = ?
+		AND NOT EXISTS (SELECT 1 FROM decisions d WHERE d.sha256 = h.sha256 AND d.state IN (?, ?))`,
+		receipts.ResultMalformed, DecisionStarted, DecisionDone).Scan(&n)
+	return n, err
+}
+
+// WaitingMalformed is Ledger.WaitingMalformed on a read-only view.
+func (v *View) WaitingMalformed(ctx context.Context) (int, error) { return v.l.WaitingMalformed(ctx) }
+
 // ReviewItems, DecisionsFor and RecentByHost for readers (doctor, where,
 // `handoff review list` and `show`).
 func (v *View) ReviewItems(ctx context.Context, all bool) ([]ReviewItem, error) {

@@ -139,6 +139,8 @@ var migrations = []string{
 	migrationSHAs,
 	// 11: review drafts' names under .handoff/review (drafts.go).
 	migrationDrafts,
+	// 12: the normal texts of contents not in normal form (texts.go).
+	migrationTexts,
 }
 
 // Plan states.
@@ -487,6 +489,9 @@ type Finished struct {
 	Src    SourceRow
 	O      Outcome
 	PlanID int64 // the plan marked done or abandoned with it, or 0
+	// Norm is the hash of the content's normal text when the content is
+	// not in normal form (texts.go), else "".
+	Norm string
 }
 
 // Finish records a source's result and, unless it is a copy of content
@@ -494,7 +499,7 @@ type Finished struct {
 // transaction. planID, when not zero, is marked done or
 // abandoned in the same transaction.
 func (l *Ledger) Finish(ctx context.Context, runID string, src SourceRow, o Outcome, planID int64) error {
-	return l.FinishAll(ctx, runID, []Finished{{src, o, planID}})
+	return l.FinishAll(ctx, runID, []Finished{{Src: src, O: o, PlanID: planID}})
 }
 
 // FinishAll records many results as Finish does, all in one transaction:
@@ -513,7 +518,7 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		return err
 	}
 	defer srcStmt.Close()
-	var hoStmt, hoByID, planStmt *sql.Stmt
+	var hoStmt, hoByID, planStmt, textStmt *sql.Stmt
 	at := now()
 	// A plan among these may be a person's decision (StartDecision): its
 	// bookkeeping is the decision's too, in this transaction.
@@ -557,6 +562,17 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 			res, err := (*st).ExecContext(rctx, append([]any{f.Src.ID, o.Result, o.Reason, o.Action, o.Target, o.Before, o.After, runID, at}, key...)...)
 			if err := one(res, err, "result of", f.Src.SHA256); err != nil {
 				return err
+			}
+			if f.Norm != "" {
+				if textStmt == nil {
+					if textStmt, err = tx.PrepareContext(ctx, insertText); err != nil {
+						return err
+					}
+					defer textStmt.Close()
+				}
+				if _, err := textStmt.ExecContext(rctx, f.Src.SHA256, f.Norm); err != nil {
+					return err
+				}
 			}
 		}
 		if f.PlanID != 0 {

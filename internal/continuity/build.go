@@ -135,7 +135,9 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 	}
 	var review []string
 	for _, s := range srcs {
-		if res := resultOf(s); res == receipts.ResultReview {
+		// Decisions about those that waited, and the edits that made
+		// those that were never on a host.
+		if res := resultOf(s); res == receipts.ResultReview || s.ArchivedAs == "" {
 			review = append(review, s.SHA256)
 		}
 	}
@@ -213,6 +215,11 @@ func parse(sp spool.Store, sha string) *ingest.Handoff {
 func recentOf(s ledger.RepoSource, h *ingest.Handoff, ds []ledger.Decision) mirror.RecentHandoff {
 	r := mirror.RecentHandoff{At: s.StoredAt, Host: s.Host, Harness: ingest.Harness(s.Inbox), Name: s.Name, SHA256: s.SHA256,
 		Continues: s.Continues, Became: became(s, ds)}
+	for _, d := range ds {
+		if d.Decision == ledger.DecisionEdited && d.NewSHA256 == s.SHA256 && s.ArchivedAs == "" {
+			r.Edited = true // review edit wrote these bytes; no host had them
+		}
+	}
 	if h == nil {
 		r.Withheld = "its bytes are no longer in the spool"
 		return r

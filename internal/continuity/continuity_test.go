@@ -283,3 +283,36 @@ func TestSlugs(t *testing.T) {
 		}
 	}
 }
+
+// TestRecentOfEdited: a handoff `handoff review edit` wrote was never
+// pulled from a host; RECENT.md says a person edited it in review, from a
+// handoff of that host, not "pulled … from laptop".
+func TestRecentOfEdited(t *testing.T) {
+	text := handoffText("Deploy")
+	sha := hsum(text)
+	at := time.Date(2026, 12, 3, 9, 2, 0, 0, time.UTC)
+	src := ledger.RepoSource{SourceRecord: ledger.SourceRecord{SHA256: sha, Host: "laptop", Inbox: "/home/me/code/app/.claude/memory-handoffs",
+		Name: "deploy.md", StoredAt: at, Result: "routed", Content: &ledger.ContentRecord{Result: "routed", Target: "TOOLS.md"}}}
+	edit := ledger.Decision{SHA256: hsum("the original"), Decision: ledger.DecisionEdited, State: ledger.DecisionDone, NewSHA256: sha}
+	pulled := src
+	pulled.ArchivedAs = "processed/deploy." + sha[:12] + ".md"
+	for _, tc := range []struct {
+		name   string
+		src    ledger.RepoSource
+		edited bool
+	}{{"edited", src, true}, {"pulled", pulled, false}} {
+		r := recentOf(tc.src, nil, []ledger.Decision{edit})
+		if r.Edited != tc.edited {
+			t.Errorf("%s: Edited %v, want %v", tc.name, r.Edited, tc.edited)
+		}
+		files := mirror.ReposFiles([]mirror.Repo{{Slug: "app", Handoffs: []mirror.RecentHandoff{r}}}, mirror.DefaultRecent, at)
+		recent := fileOf(t, files, "repos/app/RECENT.md")
+		want := "- pulled 2026-12-03 09:02 UTC from laptop"
+		if tc.edited {
+			want = "- edited in review 2026-12-03 09:02 UTC on the canonical host, from a handoff from laptop"
+		}
+		if !strings.Contains(recent, want) {
+			t.Errorf("%s: RECENT.md lacks %q:\n%s", tc.name, want, recent)
+		}
+	}
+}

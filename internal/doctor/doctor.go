@@ -344,7 +344,7 @@ func doctorLedger(ctx context.Context, ws string, idle, runInProgress bool, fact
 		check("plans", CheckWarn, fmt.Sprintf("%d interrupted plan(s): a run stopped in the middle of applying", n),
 			"the next sync finishes them (run `handoff sync` now, or wait for the timer)")
 	}
-	check("malformed", CheckOK, fmt.Sprintf("%d malformed handoff(s) quarantined in the store (`handoff review` lists them)", tot.Results[receipts.ResultMalformed]), "")
+	check("malformed", CheckOK, malformedMessage(ctx, v, tot.Results[receipts.ResultMalformed]), "")
 	return out
 }
 
@@ -409,9 +409,18 @@ func doctorReceipt(ws string, opts Options) Check {
 			c.Status = status
 		}
 	}
-	switch r.Outcome {
-	case receipts.OutcomeOK:
-	case receipts.OutcomePartial:
+	switch {
+	case r.Interrupted:
+		// Stopped by a person or the system, not failed: what it
+		// stored is kept, and the next run finishes the rest.
+		worse(CheckWarn)
+		c.Message = fmt.Sprintf("last run %s was interrupted %s ago (%s)", r.RunID, roundAge(age), strings.TrimPrefix(r.Error, "interrupted: "))
+		if why := partialReasons(r); why != "" {
+			c.Message += "; " + why
+		}
+		hints = append(hints, "nothing stored is lost: the next `handoff sync` (the timer's too) ingests, archives and publishes what it left")
+	case r.Outcome == receipts.OutcomeOK:
+	case r.Outcome == receipts.OutcomePartial:
 		worse(CheckWarn)
 		if why := partialReasons(r); why != "" {
 			c.Message += " (" + why + ")"

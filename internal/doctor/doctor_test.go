@@ -296,6 +296,19 @@ func TestDoctorLastRun(t *testing.T) {
 			}
 			os.WriteFile(latest, b, 0o600)
 		}, status: doctor.CheckWarn, msg: "partial (partial: desk; mirror failed: laptop (interrupted))", hint: "latest.log"},
+		// An interrupted run (SIGINT during its publish) is what its
+		// receipt says: interrupted, a warning with the next step, not a
+		// failure to repair (issue 48, item 6).
+		{name: "interrupted", setup: func() {
+			rc := *r
+			rc.Outcome, rc.Interrupted, rc.Error = receipts.OutcomeFailed, true, "interrupted: interrupt signal received"
+			rc.Hosts = []receipts.Host{{Name: "laptop", Outcome: receipts.HostOK, Mirror: &receipts.Mirror{Outcome: "error", Interrupted: true, Error: "interrupted"}}}
+			b, err := receipts.Marshal(&rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(latest, b, 0o600)
+		}, status: doctor.CheckWarn, msg: "was interrupted 0s ago (interrupt signal received); mirror failed: laptop (interrupted)", hint: "the next `handoff sync`"},
 		{name: "partial and stale", setup: withOutcome(receipts.OutcomePartial), age: 5 * time.Hour, status: doctor.CheckFail, msg: "partial"},
 		{name: "missing", setup: func() { os.Remove(latest) }, status: doctor.CheckWarn, msg: "no receipt yet", hint: "handoff timer install"},
 		{name: "garbage", setup: func() { os.WriteFile(latest, []byte("{not json"), 0o600) }, status: doctor.CheckFail, msg: "cannot read the last receipt"},

@@ -113,3 +113,23 @@ func doctorReview(ctx context.Context, ws string, opts Options) []Check {
 	}
 	return out
 }
+
+// malformedMessage says how many malformed handoffs the quarantine holds
+// and how many of them still wait for a person, as `handoff review`
+// counts them: one a person rejected is still quarantined (its bytes
+// stay) but waits no more.
+func malformedMessage(ctx context.Context, v *ledger.View, total int) string {
+	msg := fmt.Sprintf("%d malformed handoff(s) quarantined in the store", total)
+	waiting, err := v.WaitingMalformed(ctx)
+	switch {
+	case total == 0:
+		return msg
+	case err != nil:
+		return msg + " (`handoff review --all` lists them)"
+	case waiting == 0:
+		return msg + ", none waiting: a person decided about each (`handoff review --all` lists them)"
+	case waiting == total:
+		return msg + ", waiting for a person (`handoff review` lists them)"
+	}
+	return msg + fmt.Sprintf(", %d of them waiting for a person (`handoff review` lists those; `--all` the decided ones too)", waiting)
+}

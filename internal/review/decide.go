@@ -292,7 +292,13 @@ func Accept(ctx context.Context, o Options, id string, a AcceptOptions) (*Outcom
 		return done, err
 	}
 	d := s.decision(it, ledger.DecisionAccepted, a.Note)
-	e, pr, err := s.in.Decide(ctx, ingest.Decision{Source: it.src, Data: data, Override: a.Allow.override(), Record: d})
+	b := openBytes(s.ws, s.led)
+	earlier, err := revises(ctx, s.led, b, it)
+	b.close()
+	if err != nil {
+		return nil, s.refuse(ctx, err)
+	}
+	e, pr, err := s.in.Decide(ctx, ingest.Decision{Source: it.src, Data: data, Override: a.Allow.override(), Record: d, Earlier: earlier})
 	if errors.Is(err, ingest.ErrBlocked) {
 		return &Outcome{Item: it, Proposal: pr}, s.refuse(ctx, &BlockedError{Item: it, Proposal: pr})
 	}
@@ -388,7 +394,7 @@ func acceptDryRun(ctx context.Context, o Options, id string, a AcceptOptions) (*
 		return nil, err
 	}
 	defer in.Close()
-	pr, err := in.Inspect(it.src, data, a.Allow.override())
+	pr, _, err := propose(ctx, in, v, b, it, data, a.Allow.override())
 	if err != nil {
 		return nil, err
 	}

@@ -287,6 +287,7 @@ func decisionOf(d ledger.Decision) *Decision {
 type reader interface {
 	ReviewItems(ctx context.Context, all bool) ([]ledger.ReviewItem, error)
 	DecisionsFor(ctx context.Context, shas []string) ([]ledger.Decision, error)
+	Versions(ctx context.Context, keys []ledger.NameKey) (map[ledger.NameKey][]ledger.Version, error)
 	Store(legacy *spool.Dir) *ledger.Store
 }
 

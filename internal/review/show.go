@@ -28,8 +28,9 @@ type Detail struct {
 	// appended at its end); "" when there is nothing to compare.
 	Diff string
 	// Lost counts the lines of the card as it is now that the handoff's
-	// card does not keep (an update replaces the whole card).
-	Lost int
+	// card does not keep (an update replaces the whole card); Added the
+	// lines the diff adds (a document append's blank separator included).
+	Lost, Added int
 	// Decisions are every decision about it, oldest first (abandoned ones
 	// too).
 	Decisions []Decision
@@ -83,20 +84,21 @@ func Show(ctx context.Context, ws, id string) (*Detail, error) {
 		return nil, err
 	}
 	defer in.Close()
-	pr, err := in.Inspect(it.src, data, ingest.Override{Workspace: true})
+	pr, _, err := propose(ctx, in, v, b, it, data, ingest.Override{Workspace: true})
 	if err != nil {
 		return nil, err
 	}
 	d := &Detail{Item: it, Data: data, Proposal: pr}
-	d.Why, d.Resolve = explain(it, pr)
+	if d.Earlier, err = earlier(ctx, v, b, it, data); err != nil {
+		return nil, err
+	}
+	d.Why, d.Resolve = explain(it, pr, d.Earlier)
 	if pr.Next != nil && pr.Target != "" {
 		d.Diff = UnifiedDiff(pr.Target+" (as it is now)", pr.Target+" (as the handoff leaves it)", pr.Current, pr.Next)
 		if pr.Kind == "card" {
 			d.Lost = lostLines(pr.Current, pr.Next)
 		}
-	}
-	if d.Earlier, err = earlier(ctx, v, b, it, data); err != nil {
-		return nil, err
+		d.Added = addedLines(pr.Current, pr.Next)
 	}
 	ds, err := v.DecisionsFor(ctx, []string{it.SHA256})
 	if err != nil {
@@ -108,6 +110,52 @@ func Show(ctx context.Context, ws, id string) (*Detail, error) {
 		}
 	}
 	return d, nil
+}
+
+// propose is what accepting it now would do, under ov: the one planning
+// Show, Accept and Accept's dry run share, so that they describe the same
+// change. A revision of a document append is planned as the replacement
+// of the earlier version's text when the document still holds it
+// (ingest.InspectRevision). It returns the version it revises too.
+func propose(ctx context.Context, in *ingest.Ingester, r reader, b *bytesReader, it Item, data []byte, ov ingest.Override) (*ingest.Proposal, *ingest.Earlier, error) {
+	e, err := revises(ctx, r, b, it)
+	if err != nil {
+		return nil, nil, err
+	}
+	pr, err := in.InspectRevision(it.src, data, ov, e)
+	return pr, e, err
+}
+
+// revises returns the version it revises as the ingester plans on it: the
+// newest version of its host, inbox and name stored before it with other
+// bytes, with its bytes when they are still stored; nil when there is
+// none.
+func revises(ctx context.Context, r reader, b *bytesReader, it Item) (*ingest.Earlier, error) {
+	vs, err := r.Versions(ctx, []ledger.NameKey{it.src.Key()})
+	if err != nil {
+		return nil, err
+	}
+	var e *ingest.Earlier
+	for _, x := range vs[it.src.Key()] {
+		if x.SourceID < it.src.ID && x.SHA256 != it.SHA256 {
+			e = &ingest.Earlier{SHA256: x.SHA256, Result: x.Result, Target: x.Target}
+		}
+	}
+	if e != nil {
+		if data, err := b.spool.Get(e.SHA256); err == nil {
+			e.Data = data
+		}
+	}
+	return e, nil
+}
+
+// addedLines counts the lines the diff from a to b adds.
+func addedLines(a, b []byte) int {
+	n := 0
+	for _, op := range diffLines(splitLines(string(a)), splitLines(string(b))) {
+		n += op.b1 - op.b0
+	}
+	return n
 }
 
 // lostLines counts the non-blank lines of a that b does not keep.
@@ -124,7 +172,7 @@ func lostLines(a, b []byte) int {
 }
 
 // explain says why an item waits, in words, and what would resolve it.
-func explain(it Item, pr *ingest.Proposal) (why, resolve string) {
+func explain(it Item, pr *ingest.Proposal, e *Earlier) (why, resolve string) {
 	why = ingest.Reasons[it.Reason]
 	if it.Result == receipts.ResultMalformed {
 		why = "it is not a handoff (quarantined as malformed): " + it.ParseError
@@ -158,6 +206,8 @@ func explain(it Item, pr *ingest.Proposal) (why, resolve string) {
 		resolve = "the text reads like instructions to the agent that will read this memory: `handoff review edit " + id + "` to rewrite it as a plain note, `reject` it, or `" + accept + "` if it is meant"
 	case ingest.ReasonNoTarget:
 		resolve = "it carries nothing to apply: `handoff review reject " + id + " --note TEXT` once read, or `edit` it to name a document"
+	case ingest.ReasonRevised:
+		resolve = reviseResolve(it, pr, e, accept)
 	case ingest.ReasonSymlink, ingest.ReasonNotRegular:
 		resolve = "the target in the workspace is a symlink or not a regular file: fix the workspace, then `" + accept + "`; or `edit` / `reject` it"
 	default:
@@ -169,6 +219,29 @@ func explain(it Item, pr *ingest.Proposal) (why, resolve string) {
 		resolve = "what stopped it is gone now: `" + accept + "` applies it; " + resolve
 	}
 	return why, resolve
+}
+
+// reviseResolve says what resolves a revision (reason revised): what
+// accept would do to the earlier version's text, to the card, or to the
+// other versions that wait.
+func reviseResolve(it Item, pr *ingest.Proposal, e *Earlier, accept string) string {
+	id := it.ID
+	edit, reject := "`handoff review edit "+id+"`", "`handoff review reject "+id+" --note TEXT`"
+	switch {
+	case pr == nil || !pr.OK():
+		return "it cannot be accepted as it is: " + edit + " to fix it, or " + reject
+	case pr.Replaces != "" && pr.Identical:
+		return "`" + accept + "` records it: " + pr.Target + " already holds this version's text where version " + pr.Replaces[:12] + " put its own, so nothing is written; or " + reject
+	case pr.Replaces != "":
+		return "`" + accept + "` replaces the text version " + pr.Replaces[:12] + " appended to " + pr.Target + " with this version's, in place (the diff below; the document is backed up first); " + edit + " to change it first; " + reject + " keeps the earlier version's text"
+	case pr.AppendOnly != "":
+		return "`" + accept + "` can only append: " + pr.AppendOnly + "; " + edit + " to merge the two versions first, or " + reject + " to keep the earlier version's text alone"
+	case pr.Kind == "card":
+		return "`" + accept + "` applies it to the card as it is now, replacing the whole card (the diff below); " + edit + " to merge first; " + reject + " keeps the card as it is"
+	case e != nil && e.Result == receipts.ResultReview:
+		return "`" + accept + "` applies this version (the diff below) and records the other versions that wait as superseded; " + edit + " to change it first; or " + reject
+	}
+	return "`" + accept + "` applies it (the diff below); " + edit + " to change it first; or " + reject
 }
 
 // earlier finds the version it revises, when it is one: the newest

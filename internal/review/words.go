@@ -137,8 +137,15 @@ func WriteDetail(w io.Writer, d *Detail, now time.Time) {
 	switch {
 	case pr.Identical:
 		fmt.Fprintf(w, "\n%s already holds exactly this content: accepting it writes nothing.\n", pr.Target)
+	case d.Diff != "" && pr.Replaces != "":
+		fmt.Fprintf(w, "\nWould replace the text version %s appended to %s with this version's, in place (backed up first):\n", pr.Replaces[:12], pr.Target)
+		fmt.Fprint(w, Safe(d.Diff))
 	case d.Diff != "" && pr.Kind == "document":
-		fmt.Fprintf(w, "\nWould append %d line(s) to the end of %s:\n", len(strings.Split(strings.TrimRight(string(pr.Handoff.Document.Content), "\n"), "\n")), pr.Target)
+		fmt.Fprintf(w, "\nWould append %d line(s) to the end of %s", d.Added, pr.Target)
+		if pr.AppendOnly != "" {
+			fmt.Fprintf(w, " (it cannot replace the earlier version's text: %s)", SafeLine(pr.AppendOnly))
+		}
+		fmt.Fprintln(w, ":")
 		fmt.Fprint(w, Safe(d.Diff))
 	case d.Diff != "":
 		if pr.Exists {
@@ -199,9 +206,13 @@ func DetailJSON(d *Detail) any {
 		Content   string     `json:"content"`
 		Decisions []Decision `json:"decisions"`
 		Earlier   *Earlier   `json:"earlier,omitempty"`
+		// Replaces: the earlier version whose appended text accept
+		// replaces in place; AppendOnly: why accept can only append.
+		Replaces   string `json:"replaces,omitempty"`
+		AppendOnly string `json:"append_only,omitempty"`
 	}{Item: d.Item, Why: d.Why, Resolve: d.Resolve, Problems: []problem{}, Needs: []string{}, NeedsEdit: pr.NeedsEdit(),
 		Target: pr.Target, Before: pr.Before, After: pr.After, Diff: d.Diff, Content: string(d.Data), Decisions: d.Decisions,
-		Earlier: d.Earlier}
+		Earlier: d.Earlier, Replaces: pr.Replaces, AppendOnly: pr.AppendOnly}
 	for _, p := range pr.Problems {
 		out.Problems = append(out.Problems, problem{p.Reason, p.Field, p.Message})
 	}
@@ -223,6 +234,9 @@ func WriteApplied(w io.Writer, verb string, out *Outcome) {
 		what += " into " + out.Edited[:12]
 	}
 	fmt.Fprintf(w, "%s: %s %s (%s)\n", what, e.Result, e.Target, Hashes(e.BeforeSHA256, e.AfterSHA256))
+	if pr := out.Proposal; pr != nil && pr.Replaces != "" && e.Result != ingest.ResultReview {
+		fmt.Fprintf(w, "the text version %s appended was replaced in place; the document as it was is kept in .handoff/backups\n", pr.Replaces[:12])
+	}
 	for _, id := range out.Superseded {
 		fmt.Fprintf(w, "%s, another version of it, waits no more: recorded as superseded (its bytes stay; `handoff review show %s`)\n", id, id)
 	}
@@ -325,6 +339,8 @@ func Change(kind, target, before, after string, identical bool) string {
 		return target + " already holds exactly this content: nothing would be written"
 	case kind == "document":
 		return "append to " + target + " (" + Hashes(before, after) + ")"
+	case kind == "document-replace":
+		return "replace the earlier version's text in " + target + ", in place (" + Hashes(before, after) + ")"
 	case before == "":
 		return "create " + target + " (" + Hashes(before, after) + ")"
 	}

@@ -70,7 +70,11 @@ func WriteMatch(w io.Writer, m Match) {
 		case m.Target != "" && m.AppliedFrom != nil:
 			line("target", "%s (by the copy that was ingested)", m.Target)
 		case strings.HasPrefix(m.Target, layout.ReviewDir+"/"):
-			line("target", "%s (review draft)", m.Target)
+			if d := lastDone(m.Decisions); d != nil && !m.Waiting {
+				line("target", "none now: its review draft %s was taken out of the review inbox when it was %s", m.Target, d.Decision)
+			} else {
+				line("target", "%s (review draft)", m.Target)
+			}
 		case m.Target != "":
 			line("target", "%s", m.Target)
 		case m.Result == ingest.ResultMalformed:
@@ -105,6 +109,16 @@ func WriteMatch(w io.Writer, m Match) {
 	if m.Result != "" {
 		line("ingested", "%s by run %s", ts(m.IngestedAt), m.IngestRun)
 	}
+}
+
+// lastDone is the newest done decision among ds, or nil.
+func lastDone(ds []Decision) *Decision {
+	for i := len(ds) - 1; i >= 0; i-- {
+		if ds[i].State == "done" {
+			return &ds[i]
+		}
+	}
+	return nil
 }
 
 // writeDecision prints one review decision of a match.
