@@ -88,13 +88,9 @@ func (in *Ingester) detectReader() readerView {
 		}
 	}
 	home, _ := os.UserHomeDir()
-	cfgPath := openclaw.Expand(in.opts.OpenClaw.Config, home)
-	if cfgPath == "" {
-		cfgPath = openclaw.ConfigPath(os.Getenv, home)
-	}
-	cfg, err := openclaw.ReadConfig(cfgPath)
+	cfg, _, err := openclaw.Find(in.opts.OpenClaw.Config, os.Getenv, home)
 	switch {
-	case errors.Is(err, openclaw.ErrNoConfig):
+	case cfg == nil && err == nil:
 	case err != nil:
 		v.cfgErr = err
 		in.log.Warn("OpenClaw's config cannot be read; its layout and limits are taken from the workspace", "err", err)

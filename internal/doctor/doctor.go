@@ -175,6 +175,9 @@ func Run(ctx context.Context, opts Options) *Report {
 	opts.workspace = ws
 	facts := &ledgerFacts{}
 	add(doctorWorkspace(ctx, ws, opts, facts)...)
+	if fi, err := os.Stat(ws); err == nil && fi.IsDir() {
+		add(doctorOpenClaw(ws, m)...)
+	}
 	rep.WorkspaceID = facts.workspaceID
 	add(doctorTimer(ctx))
 	add(doctorPin()...)

@@ -2,6 +2,7 @@ package openclaw
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -187,4 +188,31 @@ func Detect(pin, sticky Layout, agents []byte, cfg *Config) Detection {
 	}
 	return Detection{Layout: LayoutTools, Guess: true,
 		Why: "no OpenClaw config says its version and AGENTS.md holds no TOOLS.md migration: TOOLS.md, as before"}
+}
+
+// Sticky reads the layout handoff noted for a workspace in its state
+// file (ingest.ReaderFile's "layout"); "" when there is none.
+func Sticky(data []byte) Layout {
+	var st struct {
+		Layout Layout `json:"layout"`
+	}
+	if json.Unmarshal(data, &st) != nil || !st.Layout.Valid() {
+		return ""
+	}
+	return st.Layout
+}
+
+// Find reads OpenClaw's config for a workspace: at path when the
+// manifest names one ("~" expanded), else where OpenClaw looks. A config
+// that does not exist is (nil, nil).
+func Find(path string, getenv func(string) string, home string) (*Config, string, error) {
+	p := Expand(path, home)
+	if p == "" {
+		p = ConfigPath(getenv, home)
+	}
+	c, err := ReadConfig(p)
+	if errors.Is(err, ErrNoConfig) {
+		return nil, p, nil
+	}
+	return c, p, err
 }
