@@ -32,6 +32,11 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	binDir = dir
+	// The binary reads OpenClaw's config where OpenClaw would; the tests
+	// must not see this machine's. The OpenClaw tests name their own.
+	if os.Getenv("OPENCLAW_CONFIG_PATH") == "" {
+		os.Setenv("OPENCLAW_CONFIG_PATH", filepath.Join(dir, "no-openclaw.json"))
+	}
 	return m.Run()
 }
 

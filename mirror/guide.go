@@ -37,7 +37,8 @@ func Guide(g GuideInput) []byte {
 		w("- Cards: `%s/*.md`, one topic each, with YAML front matter.\n", path.Join(g.Dir, layout.CardsDir))
 	}
 	if g.Documents {
-		w("- Documents: `TOOLS.md`, `USER.md`, `rules/*.md` and `.learnings/*.md` here.\n")
+		w("- Documents: `USER.md`, `rules/*.md`, `.learnings/*.md` and the tool notes\n")
+		w("  (`AGENTS.md`'s `## Tools` section on OpenClaw 2026.9, else `TOOLS.md`) here.\n")
 	}
 	if g.Repos {
 		w("- Repositories: `repos/<slug>/RECENT.md` holds each repository's newest handoffs\n")

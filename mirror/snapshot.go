@@ -42,9 +42,10 @@ const (
 )
 
 // The workspace's documents that a mirror with documents holds: these at
-// the top, and the .md files of these directories.
+// the top, and the .md files of these directories. AGENTS.md holds the
+// local tool notes on OpenClaw 2026.9, where TOOLS.md is retired.
 var (
-	topDocuments = []string{"TOOLS.md", "USER.md"}
+	topDocuments = []string{"AGENTS.md", "TOOLS.md", "USER.md"}
 	documentDirs = []string{"rules", ".learnings"}
 )
 
