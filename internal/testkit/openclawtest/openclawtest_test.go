@@ -24,6 +24,7 @@ const (
 	wordText   = "capybara"  // memory/cards/y.txt
 	wordRules  = "okapi"     // rules/r.md
 	wordTools  = "narwhal"   // TOOLS.md
+	wordUser   = "wombat"    // USER.md
 )
 
 const (
@@ -35,7 +36,7 @@ const (
 // well past OpenClaw's 4,000-character cap for it.
 func userMD() string {
 	var b strings.Builder
-	b.WriteString("# User\n\n")
+	b.WriteString("# User\n\nThe user keeps a " + wordUser + ".\n\n")
 	for i := range 120 {
 		fmt.Fprintf(&b, "- entry %03d: the user likes item number %03d very much.\n", i, i)
 	}
@@ -205,12 +206,12 @@ func TestMemorySearchAndPromotion(t *testing.T) {
 		if err := env.Index(ctx); err != nil {
 			t.Fatal(err)
 		}
-		hits, err := env.Search(ctx, strings.Join([]string{wordMemory, wordCard, wordDraft, wordHidden, wordReview, wordText, wordRules, wordTools}, " "))
+		hits, err := env.Search(ctx, strings.Join([]string{wordMemory, wordUser, wordCard, wordDraft, wordHidden, wordReview, wordText, wordRules, wordTools}, " "))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := hitPaths(hits)
-		want := []string{"MEMORY.md", "memory/.hidden/h.md", "memory/cards/x.md", "memory/handoff-inbox/2026-01-01-x.md"}
+		want := []string{"MEMORY.md", "USER.md", "memory/.hidden/h.md", "memory/cards/x.md", "memory/handoff-inbox/2026-01-01-x.md"}
 		if !slices.Equal(got, want) {
 			t.Errorf("search hits %v, want %v", got, want)
 		}
@@ -247,7 +248,6 @@ func TestMemorySearchAndPromotion(t *testing.T) {
 			t.Errorf("MEMORY.md after promote --apply lacks the draft's text:\n%s", m)
 		}
 	})
-
 }
 
 // TestExtraPathsAreSearchedAsUntrusted pins memory.search.extraPaths:
