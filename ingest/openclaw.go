@@ -123,8 +123,10 @@ func (v readerView) target(t string) string { return openclaw.Target(v.det.Layou
 
 // overflow reports the bootstrap file that writing next to target would
 // leave cut, when target is one OpenClaw loads at a session's start.
+// The budgets are OpenClaw 2026.9's, measured; an older layout keeps the
+// behaviour it had (no cap is applied).
 func (v readerView) overflow(target string, next []byte, read readFunc) (openclaw.Loaded, bool) {
-	if !slices.Contains(openclaw.Bootstrap(v.det.Layout), target) {
+	if v.det.Layout != openclaw.LayoutAgents || !slices.Contains(openclaw.Bootstrap(v.det.Layout), target) {
 		return openclaw.Loaded{}, false
 	}
 	files := map[string]viewed{}
@@ -201,11 +203,17 @@ func (in *Ingester) updateCardIndex() error {
 		if err != nil {
 			return err
 		}
+		if total == 0 && have == "" {
+			return nil // no cards and no index: nothing to say, no MEMORY.md made
+		}
 		next, shown := in.withIndex(cur, cards, total)
 		block := openclaw.Index(next)
 		st := in.oc.state
 		st.CardsMTime, st.IndexSHA = mtime, hash([]byte(block))
 		if bytes.Equal(next, cur) {
+			if st == in.oc.state {
+				return nil
+			}
 			in.oc.state = st
 			return in.saveReaderState(st)
 		}

@@ -149,7 +149,10 @@ func (oc *OpenClaw) Env(t testing.TB, workspace string, opts Options) *Env {
 	if len(opts.ExtraPaths) > 0 {
 		search["extraPaths"] = opts.ExtraPaths
 	}
+	// meta.lastTouchedVersion is what OpenClaw writes into its config on
+	// every write of it (setup, doctor), so a config it made names it.
 	cfg := map[string]any{
+		"meta":   map[string]any{"lastTouchedVersion": oc.Version},
 		"agents": map[string]any{"defaults": map[string]any{"workspace": abs}},
 		"memory": map[string]any{"search": search},
 	}
