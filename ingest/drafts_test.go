@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"testing"
 
@@ -85,6 +86,17 @@ func (r *rig) checkDraftsMoved(drafts map[string]string, own bool) {
 	}
 	if old, _ := r.led.DraftNames(context.Background(), layout.LegacyReviewDir); len(old) != 0 {
 		r.t.Errorf("the ledger still names drafts in %s: %v", layout.LegacyReviewDir, old)
+	}
+	// Reviewable: what `handoff review` lists names each draft where it
+	// now is, with its bytes there.
+	items, err := r.led.ReviewItems(context.Background(), false)
+	if err != nil || len(items) != len(drafts) {
+		r.t.Fatalf("%d items wait for review (%v), want %d", len(items), err, len(drafts))
+	}
+	for _, it := range items {
+		if data, ok := drafts[path.Base(it.Target)]; !ok || path.Dir(it.Target) != layout.ReviewDir || r.readWS(it.Target) != data {
+			r.t.Errorf("review item %.12s names %s, not its draft in %s", it.SHA256, it.Target, layout.ReviewDir)
+		}
 	}
 	r.checkClean()
 }
