@@ -2,6 +2,7 @@ package harness
 
 import (
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -19,7 +20,18 @@ type Hook struct {
 	Event   string // the harness's event: "SessionStart", "Stop"
 	Matcher string // the group's matcher; "" for none
 	Command string // the whole command line
+	Program string // the program it runs (the command's first word)
 	Timeout int    // seconds; 0 for none
+}
+
+// programs are the programs of hooks, which count as handoff's whatever
+// their name.
+func programs(hooks []Hook) []string {
+	var out []string
+	for _, h := range hooks {
+		out = append(out, h.Program)
+	}
+	return out
 }
 
 // Program is the name a command's program must have to be handoff's.
@@ -106,10 +118,12 @@ func Split(line string) (words []string, ok bool) {
 
 // KindOf says which of handoff's hooks a command line runs, and the
 // program it names; "" when it runs none (another program, or handoff
-// with another subcommand).
-func KindOf(command string) (kind, program string) {
+// with another subcommand). The program is handoff's when it is named
+// handoff or is one of also (the binary install names, whatever its
+// name).
+func KindOf(command string, also ...string) (kind, program string) {
 	words, ok := Split(command)
-	if !ok || path.Base(words[0]) != Program {
+	if !ok || path.Base(words[0]) != Program && !slices.Contains(also, words[0]) {
 		return "", ""
 	}
 	args := words[1:]

@@ -51,13 +51,13 @@ func (e *SyntaxError) Unwrap() error { return e.Err }
 
 // doc is a hooks file as read: its root and its "hooks" object.
 type doc struct {
-	original []byte
-	root     *object
-	hooks    *object // nil when absent
+	root  *object
+	hooks *object // nil when absent
+	also  []string
 }
 
-func parseDoc(data []byte) (*doc, error) {
-	d := &doc{original: data}
+func parseDoc(data []byte, also []string) (*doc, error) {
+	d := &doc{also: also}
 	if len(bytes.TrimSpace(data)) == 0 {
 		d.root = &object{}
 		return d, nil
@@ -98,7 +98,7 @@ func (d *doc) find() ([]Found, error) {
 				if json.Unmarshal(hraw, &h) != nil || h.Type != "command" {
 					continue
 				}
-				kind, prog := KindOf(h.Command)
+				kind, prog := KindOf(h.Command, d.also...)
 				if kind == "" {
 					continue
 				}
@@ -122,7 +122,7 @@ func (d *doc) find() ([]Found, error) {
 // Inspect lists handoff's handlers in a hooks file and says, for each of
 // want, whether it is current, outdated or absent.
 func Inspect(data []byte, want []Hook) (found []Found, states map[string]string, err error) {
-	d, err := parseDoc(data)
+	d, err := parseDoc(data, programs(want))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -159,7 +159,7 @@ func stateOf(found []Found, w Hook) string {
 // handoff's is removed and each hook of want appended to its event as a
 // group of its own. Nothing else changes.
 func Install(data []byte, want []Hook) (out []byte, changed bool, err error) {
-	d, err := parseDoc(data)
+	d, err := parseDoc(data, programs(want))
 	if err != nil {
 		return nil, false, err
 	}
@@ -219,10 +219,10 @@ func groupOf(w Hook) json.RawMessage {
 }
 
 // Uninstall returns data without handoff's handlers (changed false when
-// it had none). empty is true when nothing is left in the file: the
-// caller removes it.
-func Uninstall(data []byte) (out []byte, changed, empty bool, err error) {
-	d, err := parseDoc(data)
+// it had none): those of a program named handoff, or one of also.
+// empty is true when nothing is left in the file: the caller removes it.
+func Uninstall(data []byte, also ...string) (out []byte, changed, empty bool, err error) {
+	d, err := parseDoc(data, also)
 	if err != nil {
 		return nil, false, false, err
 	}
@@ -271,7 +271,7 @@ func (d *doc) remove(keep bool) (events []string, err error) {
 			for _, h := range handlers {
 				var hd handler
 				if json.Unmarshal(h, &hd) == nil && hd.Type == "command" {
-					if kind, _ := KindOf(hd.Command); kind != "" {
+					if kind, _ := KindOf(hd.Command, d.also...); kind != "" {
 						continue
 					}
 				}

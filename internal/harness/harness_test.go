@@ -255,6 +255,12 @@ func TestKindOf(t *testing.T) {
 			t.Errorf("KindOf(%q) = %q, %q; want %q, %q", tc.cmd, kind, prog, tc.kind, tc.prog)
 		}
 	}
+	if kind, prog := harness.KindOf("/opt/hf context --hook claude", "/opt/hf"); kind != harness.KindContext || prog != "/opt/hf" {
+		t.Errorf("the binary install names, under another name: %q %q", kind, prog)
+	}
+	if kind, _ := harness.KindOf("/opt/other context --hook claude", "/opt/hf"); kind != "" {
+		t.Error("another program under another name counted as handoff's")
+	}
 	for _, p := range []string{"/usr/bin/handoff", "/home/me/my tools/handoff", "/x/it's/handoff", "/x/$HOME/handoff"} {
 		words, ok := harness.Split(harness.Command(p, "hook", "stop"))
 		if !ok || words[0] != p {

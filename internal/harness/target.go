@@ -123,7 +123,7 @@ func (t Target) Uninstall(backups string, dryRun bool) (*Change, error) {
 		if !existed {
 			return nil, false, false, nil
 		}
-		return Uninstall(old)
+		return Uninstall(old, programs(t.Want)...)
 	})
 }
 

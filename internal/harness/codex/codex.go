@@ -62,9 +62,9 @@ func ProjectFile(repo string) string { return filepath.Join(repo, Dir, "hooks.js
 func Hooks(program string, extra ...string) []harness.Hook {
 	return []harness.Hook{
 		{Kind: harness.KindContext, Event: "SessionStart", Matcher: SessionStartMatcher,
-			Command: harness.Command(program, append([]string{"context", "--hook", Name}, extra...)...), Timeout: Timeout},
+			Command: harness.Command(program, append([]string{"context", "--hook", Name}, extra...)...), Program: program, Timeout: Timeout},
 		{Kind: harness.KindStop, Event: "Stop",
-			Command: harness.Command(program, append([]string{"hook", "stop", "--harness", Name}, extra...)...), Timeout: Timeout},
+			Command: harness.Command(program, append([]string{"hook", "stop", "--harness", Name}, extra...)...), Program: program, Timeout: Timeout},
 	}
 }
 
