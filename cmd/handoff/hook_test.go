@@ -107,15 +107,19 @@ func runIn(t testing.TB, stdin string, args ...string) (int, string, string) {
 // nothing on stderr. The invariant: the answer is the harness's JSON,
 // nothing else on stdout.
 func TestContextHookOnHostB(t *testing.T) {
-	for _, hn := range []string{"claude", "codex"} {
-		t.Run(hn, func(t *testing.T) {
+	for _, tc := range []struct{ hn, file string }{
+		{"claude", "claude-session-start.json"}, {"codex", "codex-session-start.json"},
+		{"claude", "claude-2.1.197-session-start.json"}, {"codex", "codex-0.171.0-session-start.json"},
+	} {
+		hn := tc.hn
+		t.Run(tc.file, func(t *testing.T) {
 			h := newHookHost(t, 20)
 			t.Setenv("XDG_STATE_HOME", h.state)
 			sub := filepath.Join(h.clone, "cmd", "checkout")
 			if err := os.MkdirAll(sub, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			code, out, errs := runIn(t, payload(t, hn+"-session-start.json", "s-b1", sub, false), "context", "--hook", hn, "--mirror", h.mirror)
+			code, out, errs := runIn(t, payload(t, tc.file, "s-b1", sub, false), "context", "--hook", hn, "--mirror", h.mirror)
 			if code != 0 || errs != "" {
 				t.Fatalf("exit %d, stderr %q", code, errs)
 			}

@@ -270,7 +270,8 @@ func TestChanged(t *testing.T) {
 // their documentation) read as the hooks need them; input without a
 // session or an absolute cwd, or larger than MaxInput, is refused.
 func TestPayloads(t *testing.T) {
-	for _, name := range []string{"claude-session-start.json", "claude-stop.json", "codex-session-start.json", "codex-stop.json"} {
+	for _, name := range []string{"claude-session-start.json", "claude-stop.json", "codex-session-start.json", "codex-stop.json",
+		"claude-2.1.197-session-start.json", "codex-0.171.0-session-start.json"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "payloads", name))
 		if err != nil {
 			t.Fatal(err)
