@@ -20,10 +20,10 @@ import (
 func init() { commands = append(commands, newHooksCmd) }
 
 type hooksCmd struct {
-	g                          *globals
-	harness, scope, repo       string
-	program, mirrorDir         string
-	dryRun, json, scopeChanged bool
+	g                    *globals
+	harness, scope, repo string
+	program, mirrorDir   string
+	dryRun, json         bool
 }
 
 func newHooksCmd(g *globals) *cobra.Command {

@@ -218,9 +218,7 @@ func writerHooks(o WriterOptions, add func(name, status, msg, hint string)) {
 			switch st.State {
 			case harness.StateCurrent:
 				current = append(current, where)
-				for _, n := range st.Notes {
-					hints = append(hints, n)
-				}
+				hints = append(hints, st.Notes...)
 			case harness.StateOutdated:
 				status = worse(status, CheckWarn)
 				why := "not as install writes them now"
