@@ -36,7 +36,11 @@ func loadManifest(path string) (*manifest.Manifest, error) {
 	}
 	m, err := manifest.Load(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if w := writerHost(); w != nil {
+		if w := writerHost(); w != nil && w.info.Canonical == mirror.CanonicalName() {
+			// The canonical host mirrors to itself: its manifest is elsewhere.
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("no manifest at %s", path),
+				hint: fmt.Sprintf("this host is the canonical host %s (its mirror at %s says so): pass --manifest FILE with its manifest", w.info.Canonical, w.mirror)}
+		} else if w != nil {
 			// An agent told to write a manifest here would start a second
 			// canonical host: say where syncs run instead.
 			return nil, &exitError{code: exitUsage, err: fmt.Errorf("no manifest at %s: this is a writer host %s; syncs run there", path, w.of()),
