@@ -32,6 +32,22 @@ func Guide(g GuideInput) []byte {
 	w("published by `handoff sync` after each run. Do not edit it: changes are\n")
 	w("overwritten by the next publish. To change memory, write a handoff.\n\n")
 
+	w("## Setting up this host's agents\n\n")
+	w("Claude Code and Codex take part through two hooks, installed once per user\n")
+	w("on this host with the handoff binary installed here:\n\n")
+	w("    handoff hooks install --harness claude\n")
+	w("    handoff hooks install --harness codex    # then trust them once in codex's /hooks\n\n")
+	if g.Repos {
+		w("When a session starts, its hook adds what the last agents in the repository\n")
+		w("left (the repository's RECENT.md here) to the session, as notes. ")
+	} else {
+		w("When a session starts, its hook records the start. ")
+	}
+	w("When a\nsession that changed files stops without writing a handoff, its hook asks\n")
+	w("for one, once. `handoff hooks status` and `handoff doctor` check them.\n")
+	w("For a harness without hooks (Grok, Hermes), put the block `handoff\n")
+	w("instructions` prints in its instruction file (AGENTS.md) instead.\n\n")
+
 	w("## Reading memory\n\n")
 	if g.Cards {
 		w("- Cards: `%s/*.md`, one topic each, with YAML front matter.\n", path.Join(g.Dir, layout.CardsDir))

@@ -28,3 +28,19 @@ func TestGuideContinuity(t *testing.T) {
 		}
 	}
 }
+
+// TestGuideLeadsWithHooks: HANDOFF.md shows the hooks as the first way to
+// set up a writer host's agents, before anything else it says, and the
+// instruction block as the fallback for harnesses without hooks.
+func TestGuideLeadsWithHooks(t *testing.T) {
+	guide := string(Guide(GuideInput{Host: "laptop", Canonical: "canon", Dir: "/m", Repos: true}))
+	hooks, reading := strings.Index(guide, "handoff hooks install --harness claude"), strings.Index(guide, "## Reading memory")
+	if hooks < 0 || reading < 0 || hooks > reading {
+		t.Errorf("the hooks do not lead HANDOFF.md (at %d, reading at %d)", hooks, reading)
+	}
+	for _, want := range []string{"handoff hooks install --harness codex", "/hooks", "Grok, Hermes", "`handoff hooks status`"} {
+		if !strings.Contains(guide, want) {
+			t.Errorf("HANDOFF.md lacks %q", want)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -20,10 +19,10 @@ func init() { commands = append(commands, newContextCmd) }
 const defaultMirror = "~/.openclaw/mirror"
 
 func newContextCmd(g *globals) *cobra.Command {
-	var mirrorDir string
+	var mirrorDir, hook string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "context [--mirror DIR] [--json]",
+		Use:   "context [--mirror DIR] [--json | --hook claude|codex]",
 		Short: "Print what the last agents in this repository left, from the host's mirror",
 		Long: `context runs on a writer host, inside a repository. It works out which
 repository this is from the repository's own git config (its origin remote,
@@ -40,28 +39,36 @@ the next agent here, on this host or another, gets it after the next sync.
 It reads only the repository's .git and the mirror, each read bounded. When
 there is nothing to print it says why, exits 1 and gives a hint: not inside
 a repository, no mirror at DIR, a mirror without repos/ (the host's mirror
-include must list repos), or a repository the mirror does not list.`,
+include must list repos), or a repository the mirror does not list.
+
+With --hook claude|codex it is the session-start hook that
+` + "`handoff hooks install`" + ` puts in that harness's settings: it reads the
+hook's JSON on stdin (its cwd says where the session is), records the
+session's start for the stop hook, and prints the harness's answer that adds the notes to the
+session's context, framed as other agents' notes (quoted data, not
+instructions) and cut to 8 KiB at a handoff's boundary. It never fails or
+holds up a session: any problem is exit 0 with no output and one line in
+$XDG_STATE_HOME/handoff/hooks.log, and it gives up after 2 seconds
+(docs/hooks.md).`,
 		Example: `  cd ~/code/app && handoff context
-  handoff context --mirror /srv/handoff-mirror --json | jq -r .text`,
+  handoff context --mirror /srv/handoff-mirror --json | jq -r .text
+  echo '{"session_id":"s1","cwd":"'$PWD'","hook_event_name":"SessionStart","source":"startup"}' \
+    | handoff context --hook claude`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if hook != "" {
+				if asJSON {
+					return usageError{errors.New("--hook and --json cannot be used together")}
+				}
+				return contextHook(cmd.Context(), g, hook, mirrorDir)
+			}
 			dir, err := os.Getwd()
 			if err != nil {
 				return &exitError{code: exitFailed, err: fmt.Errorf("context: %w", err), hint: "run it from a directory that still exists"}
 			}
-			m := mirrorDir
-			if m == "" || m == "~" || len(m) > 1 && m[:2] == "~/" {
-				if m == "" {
-					m = defaultMirror
-				}
-				home, err := os.UserHomeDir()
-				if err != nil {
-					return &exitError{code: exitUsage, err: fmt.Errorf("context: cannot expand %s: %w", m, err), hint: "set $HOME, or give --mirror an absolute path"}
-				}
-				m = filepath.Join(home, m[1:])
-			}
-			if m, err = filepath.Abs(m); err != nil {
-				return &exitError{code: exitUsage, err: fmt.Errorf("context: %w", err), hint: "give --mirror an absolute path"}
+			m, err := resolveMirror(mirrorDir)
+			if err != nil {
+				return &exitError{code: exitUsage, err: fmt.Errorf("context: %w", err), hint: "set $HOME, or give --mirror an absolute path"}
 			}
 			res, err := continuity.Context(cmd.Context(), transport.NewLocal(), dir, m)
 			if res != nil && res.Repo.Problem != "" {
@@ -89,5 +96,6 @@ include must list repos), or a repository the mirror does not list.`,
 	f := cmd.Flags()
 	f.StringVar(&mirrorDir, "mirror", "", "the host's mirror directory (default "+defaultMirror+")")
 	f.BoolVar(&asJSON, "json", false, "print the repository, its slug, the mirror's generation and the text as JSON")
+	f.StringVar(&hook, "hook", "", "run as the session-start hook of this harness (claude or codex): read its JSON on stdin, answer in its format, never fail")
 	return cmd
 }

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/doctor"
+	"github.com/handoff-sync/handoff/manifest"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +21,7 @@ type doctorCmd struct {
 	json         bool
 	manifestPath string
 	workspace    string
+	mirrorDir    string
 	every        time.Duration
 }
 
@@ -37,7 +41,14 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"prints one line per check, [ok], [warn] or [fail], with a hint under every\n" +
 			"problem, and exits 1 if any check failed; --json carries the workspace_id. It\n" +
 			"writes nothing but, to learn whether an inbox can be archived in, an empty\n" +
-			"directory named .handoff-doctor-probe-<random> in it, removed at once.",
+			"directory named .handoff-doctor-probe-<random> in it, removed at once.\n\n" +
+			"On a writer host (a mirror at " + defaultMirror + " or --mirror DIR, and no manifest)\n" +
+			"it checks the writer's side instead: the mirror present, complete and fresh\n" +
+			"(MIRROR.json) with every file as SHA256SUMS lists it; the Claude Code and Codex\n" +
+			"hooks installed and current (handoff hooks status); the current repository's\n" +
+			"inbox, and that the handoffs waiting in it lint clean. It writes nothing there.",
+		Example: "  handoff doctor --manifest ~/.config/handoff/writers.yaml\n" +
+			"  cd ~/code/app && handoff doctor          # on a writer host",
 		Args: cobra.NoArgs,
 		RunE: c.run,
 	}
@@ -45,6 +56,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 	f.BoolVar(&c.json, "json", false, "print the report as JSON on stdout")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
+	f.StringVar(&c.mirrorDir, "mirror", "", "on a writer host, its mirror directory (default "+defaultMirror+")")
 	f.DurationVar(&c.every, "every", doctor.DefaultEvery, "how often the timer runs a sync; a last run older than 2x this warns, 6x fails")
 	return cmd
 }
@@ -57,13 +69,21 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return err
 	}
-	m, ws, err := loadWiring(c.manifestPath, c.workspace)
-	if err != nil {
-		return err
+	var rep *doctor.Report
+	if w := c.writer(); w != nil {
+		rep, err = c.writerReport(cmd, w)
+		if err != nil {
+			return err
+		}
+	} else {
+		m, ws, err := loadWiring(c.manifestPath, c.workspace)
+		if err != nil {
+			return err
+		}
+		rep = doctor.Run(cmd.Context(), doctor.Options{
+			Manifest: m, Workspace: ws, Every: c.every, Log: c.g.logger(), Now: now,
+		})
 	}
-	rep := doctor.Run(cmd.Context(), doctor.Options{
-		Manifest: m, Workspace: ws, Every: c.every, Log: c.g.logger(), Now: now,
-	})
 	if c.json {
 		enc := json.NewEncoder(c.g.stdout)
 		enc.SetIndent("", "  ")
@@ -89,4 +109,43 @@ func (c *doctorCmd) run(cmd *cobra.Command, _ []string) error {
 // indentLines indents every line of s but the first by two spaces.
 func indentLines(s string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// writer is this host's writer side when doctor should check it: no
+// --manifest, no manifest at the default place, and a mirror (at
+// --mirror, or the default place).
+func (c *doctorCmd) writer() *writer {
+	if c.manifestPath != "" || c.workspace != "" {
+		return nil
+	}
+	if _, err := os.Stat(manifest.DefaultPath()); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if w := writerAt(c.mirrorDir); w != nil {
+		return w
+	}
+	if c.mirrorDir != "" {
+		// Named but holding no MIRROR.json: the writer check says so.
+		m, err := resolveMirror(c.mirrorDir)
+		if err == nil {
+			return &writer{mirror: m}
+		}
+	}
+	return nil
+}
+
+func (c *doctorCmd) writerReport(cmd *cobra.Command, w *writer) (*doctor.Report, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: fmt.Errorf("doctor: %w", err), hint: "run it from a directory that still exists"}
+	}
+	program, err := os.Executable()
+	if err != nil {
+		program = ""
+	}
+	var extra []string
+	if d, _ := resolveMirror(""); w.mirror != d {
+		extra = []string{"--mirror", w.mirror}
+	}
+	return doctor.RunWriter(cmd.Context(), doctor.WriterOptions{Mirror: w.mirror, Dir: dir, Program: program, Extra: extra}), nil
 }

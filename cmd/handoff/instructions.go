@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,8 +25,15 @@ func newInstructionsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "instructions --host NAME [--harness .claude|.codex|...]",
-		Short: "Print the closeout instruction for an agent's CLAUDE.md or AGENTS.md on a host",
-		Long: `instructions prints the block to put in the agent instruction file (CLAUDE.md,
+		Short: "Print the closeout instruction for an agent's AGENTS.md on a host (harnesses without hooks)",
+		Long: `On Claude Code and Codex, set a writer host up with the hooks instead:
+` + "`handoff hooks install --harness claude`" + ` (or codex) brings the last agents'
+notes into every session and asks for a handoff when a session that changed
+files stops without one, without relying on the agent to remember an
+instruction (docs/hooks.md). This block is the fallback for harnesses without
+hooks (Grok, Hermes), and a reminder for the others.
+
+instructions prints the block to put in the agent instruction file (CLAUDE.md,
 AGENTS.md) on a writer host: write a memory handoff at the end of substantial
 work, into which inbox, and, when the host has a mirror, read canonical memory
 from it and take update-card hashes from its SHA256SUMS; when the mirror
@@ -32,9 +42,22 @@ questions and Next steps when it stops. The inboxes are those
 the last sync found on the host (run ` + "`handoff sync`" + ` first for a new host).
 
 With --harness only that harness's inboxes are named (.claude for Claude Code,
-.codex for Codex, and so on).`,
+.codex for Codex, and so on).
+
+On a writer host (a mirror at ` + defaultMirror + `, no manifest) it needs no
+--host: it prints the block for this host from its mirror's MIRROR.json.`,
+		Example: `  handoff instructions --host laptop --harness .grok >> ~/code/app/AGENTS.md
+  handoff instructions            # on a writer host, from its mirror`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintln(g.stderr, "note: on Claude Code and Codex, install the hooks instead: handoff hooks install --harness claude|codex (docs/hooks.md); this block is the fallback for harnesses without hooks (Grok, Hermes)")
+			if manifestPath == "" {
+				if _, err := os.Stat(manifest.DefaultPath()); errors.Is(err, fs.ErrNotExist) {
+					if w := writerHost(); w != nil {
+						return writerInstructions(g, w, harness, asJSON)
+					}
+				}
+			}
 			m, err := loadManifest(manifestPath)
 			if err != nil {
 				return err
@@ -90,4 +113,31 @@ With --harness only that harness's inboxes are named (.claude for Claude Code,
 	f.StringVar(&harness, "harness", "", "name only this harness's inboxes (.claude, .codex, ...)")
 	f.BoolVar(&asJSON, "json", false, "print the text with its host, mirror and inboxes as JSON")
 	return cmd
+}
+
+// writerInstructions prints the block on a writer host, from what its
+// mirror says: the host's name, the canonical host's, what it holds.
+func writerInstructions(g *globals, w *writer, harness string, asJSON bool) error {
+	in := mirror.GuideInput{Host: w.info.Host, Canonical: w.info.Canonical, Dir: w.mirror}
+	if in.Canonical == "" {
+		in.Canonical = "the canonical host"
+	}
+	for _, d := range []struct {
+		dir string
+		set *bool
+	}{{layout.CardsDir, &in.Cards}, {mirror.ReposDir, &in.Repos}} {
+		if fi, err := os.Stat(filepath.Join(w.mirror, filepath.FromSlash(d.dir))); err == nil && fi.IsDir() {
+			*d.set = true
+		}
+	}
+	_, err := os.Stat(filepath.Join(w.mirror, "TOOLS.md"))
+	in.Documents = err == nil
+	text := mirror.Instructions(in, harness)
+	if asJSON {
+		enc := json.NewEncoder(g.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"host": in.Host, "harness": harness, "mirror": in.Dir, "inboxes": []string{}, "text": text})
+	}
+	fmt.Fprint(g.stdout, text)
+	return nil
 }

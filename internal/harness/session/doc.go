@@ -1,0 +1,22 @@
+// Package session is what handoff's hooks know about an agent's session
+// on a writer host: the hook's input, the record a session start leaves,
+// the log of what went wrong, and whether a stop should ask for a
+// handoff.
+//
+// Guarantees:
+//
+//   - Everything it keeps is in the user's private state directory
+//     (harness.StateDir, mode 0700; files 0600): one record per session
+//     (at most MaxRecords, none older than MaxAge, each bounded) and one
+//     log of at most MaxLog bytes (and one older generation). Nothing is
+//     written in the repository.
+//   - Stop asks at most once per session: the record says it asked
+//     before the answer is printed, and a record that cannot be saved
+//     means no ask. It never asks when stop_hook_active is set, outside a
+//     repository with an inbox, for a session whose start it has no
+//     record of, when nothing changed since the start, or when a handoff
+//     reached one of the repository's inboxes since the start.
+//   - Reads are bounded (the input, the git index, the walk of a
+//     repository without git) and the caller's deadline is honoured:
+//     when it passes the answer is "do not ask".
+package session
