@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
@@ -428,5 +430,36 @@ func TestSyncRefusesNoWorkspace(t *testing.T) {
 	}
 	if r := e.sync(false); r.WorkspaceID != id.ID || r.Counts.Routed != 1 {
 		t.Fatalf("receipt workspace_id %q, counts %+v; want %s and the handoff routed", r.WorkspaceID, r.Counts, id.ID)
+	}
+}
+
+// TestSyncRetainsReceipts: sync applies the receipts retention by itself.
+// An idle run's receipt goes once it is older than keep_idle (7d by
+// default), the newest stays, and the idle per-run receipt counts its
+// quiet inboxes where latest.json lists them. Invariant: the timer alone
+// bounds the receipts directory and never removes the newest receipt.
+func TestSyncRetainsReceipts(t *testing.T) {
+	e := newEnv(t)
+	first := e.sync(false)
+	own, err := receipts.Read(filepath.Join(e.ws, layout.ReceiptsDir, first.RunID+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := own.Hosts[0]; len(h.Inboxes) != 0 || h.QuietInboxes != 2 {
+		t.Errorf("idle receipt lists %d inboxes, counts %d quiet; want 0 and 2", len(h.Inboxes), h.QuietInboxes)
+	}
+	if latest, err := receipts.Read(filepath.Join(e.ws, layout.ReceiptsDir, "latest.json")); err != nil || len(latest.Hosts[0].Inboxes) != 2 {
+		t.Fatalf("latest.json must list both inboxes: %+v, %v", latest, err)
+	}
+	later := time.Now().Add(8 * 24 * time.Hour)
+	second, err := Sync(context.Background(), Options{Manifest: e.m, Now: func() time.Time { return later }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, layout.ReceiptsDir, first.RunID+".json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the 8-day-old idle receipt is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, layout.ReceiptsDir, second.RunID+".json")); err != nil {
+		t.Errorf("the newest receipt is gone: %v", err)
 	}
 }
