@@ -13,6 +13,7 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/continuity"
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/prune"
 	"github.com/handoff-sync/handoff/internal/setup"
@@ -42,7 +43,7 @@ type Options struct {
 	Workspace string   // absolute; overrides the manifest's
 	Hosts     []string // pull only these hosts; empty means all
 	DryRun    bool
-	Parallel  int          // hosts pulled at once; 0 means 8
+	Parallel  int          // hosts pulled at once; 0: fanout.HostsAtOnce
 	Log       *slog.Logger // progress and diagnostics; nil discards
 	Dial      Dialer       // in-process pulls only; nil: DialHost
 	// Worker is the handoff binary to run each host's pull in, isolated in
@@ -152,12 +153,12 @@ func newRun(opts Options) (*run, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 8
-	}
 	hosts, wsDir, err := setup.Select(m, opts.Hosts, opts.Workspace)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = fanout.HostsAtOnce(len(hosts), fanout.Available())
 	}
 	runLog := &limitedBuffer{max: maxRunLog}
 	handlers := []slog.Handler{slog.NewTextHandler(runLog, &slog.HandlerOptions{Level: slog.LevelInfo})}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -461,5 +462,76 @@ func TestSyncRetainsReceipts(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, layout.ReceiptsDir, second.RunID+".json")); err != nil {
 		t.Errorf("the newest receipt is gone: %v", err)
+	}
+}
+
+// TestDownHostHoldsUpNoOther: with the default fan-out, a host whose
+// connection hangs does not hold up the others: both other hosts finish
+// their pulls while it still hangs, and the run reports it failed and
+// them ok. Invariant: one host that is down never delays the rest of the
+// fleet's handoffs.
+func TestDownHostHoldsUpNoOther(t *testing.T) {
+	e := newEnv(t)
+	e.put(e.inbox, "a.md", doc("TOOLS.md", "from a"))
+	e.put(e.inbox2, "b.md", doc("TOOLS.md", "from b"))
+	yml := fmt.Sprintf(`version: 1
+workspace: %s
+hosts:
+  - {name: down, transport: local, inboxes: [%s]}
+  - {name: a, transport: local, inboxes: [%s]}
+  - {name: b, transport: local, inboxes: [%s]}
+`, e.ws, e.inbox, e.inbox, e.inbox2)
+	m, err := manifest.Parse([]byte(yml), filepath.Join(e.dir, "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	dial := func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
+		if h.Name == "down" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, errors.New("host is down")
+		}
+		return transport.NewLocal(), nil
+	}
+	var mu sync.Mutex
+	done := map[string]bool{}
+	progress := func(p HostProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.State == "done" && !done[p.Host] {
+			done[p.Host] = true
+			if done["a"] && done["b"] {
+				close(release)
+			}
+		}
+	}
+	got := make(chan *receipts.Receipt, 1)
+	go func() {
+		r, err := Sync(context.Background(), Options{Manifest: m, Dial: dial, Progress: progress})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	var r *receipts.Receipt
+	select {
+	case r = <-got:
+	case <-time.After(2 * time.Minute): // a failure detector, not a margin: the run needs a and b to finish first
+		t.Fatal("the run waited on the down host: hosts a and b never finished while it hung")
+	}
+	if r == nil {
+		t.FailNow()
+	}
+	want := []string{"down error", "a ok", "b ok"}
+	for i, h := range r.Hosts {
+		if s := h.Name + " " + h.Outcome; s != want[i] {
+			t.Errorf("host %d: %s, want %s", i, s, want[i])
+		}
+	}
+	if r.Counts.Routed != 2 {
+		t.Errorf("routed %d, want both handoffs of the hosts that are up", r.Counts.Routed)
 	}
 }
