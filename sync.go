@@ -13,7 +13,9 @@ import (
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/continuity"
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/internal/layout"
+	"github.com/handoff-sync/handoff/internal/prune"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/worker"
 	"github.com/handoff-sync/handoff/manifest"
@@ -41,7 +43,7 @@ type Options struct {
 	Workspace string   // absolute; overrides the manifest's
 	Hosts     []string // pull only these hosts; empty means all
 	DryRun    bool
-	Parallel  int          // hosts pulled at once; 0 means 8
+	Parallel  int          // hosts pulled at once; 0: fanout.HostsAtOnce
 	Log       *slog.Logger // progress and diagnostics; nil discards
 	Dial      Dialer       // in-process pulls only; nil: DialHost
 	// Worker is the handoff binary to run each host's pull in, isolated in
@@ -56,6 +58,10 @@ type Options struct {
 	// Progress, when set, receives per-host progress as it happens. It is
 	// called from several goroutines, one at a time per host.
 	Progress func(HostProgress)
+	// ListInboxes makes this run's own receipt list every inbox, those
+	// with nothing to say too (the manifest's receipts.list_quiet_inboxes
+	// does so for every run).
+	ListInboxes bool
 	// AdoptMirrors names hosts whose mirror this run takes over from
 	// another workspace (sync --adopt-mirror; docs/mirror.md).
 	AdoptMirrors []string
@@ -147,12 +153,12 @@ func newRun(opts Options) (*run, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 8
-	}
 	hosts, wsDir, err := setup.Select(m, opts.Hosts, opts.Workspace)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = fanout.HostsAtOnce(len(hosts), fanout.Available())
 	}
 	runLog := &limitedBuffer{max: maxRunLog}
 	handlers := []slog.Handler{slog.NewTextHandler(runLog, &slog.HandlerOptions{Level: slog.LevelInfo})}
@@ -405,12 +411,24 @@ func (ru *run) writeReceipt(ctx context.Context) (*receipts.Receipt, error) {
 	if ru.runLog.over {
 		logBytes = append(logBytes, fmt.Sprintf("… log truncated at %d bytes\n", maxRunLog)...)
 	}
-	path, err := receipts.Write(filepath.Join(ru.wsDir, layout.ReceiptsDir), r, logBytes)
+	dir := filepath.Join(ru.wsDir, layout.ReceiptsDir)
+	rc := ru.opts.Manifest.Receipts
+	path, err := receipts.Write(dir, r, logBytes, ru.opts.ListInboxes || rc.ListQuietInboxes)
 	if err != nil {
 		return r, err
 	}
 	if err := ru.st.led.FinishRun(context.WithoutCancel(ctx), r.RunID, r.Outcome, r.Status, path); err != nil {
 		return r, fmt.Errorf("ledger: %w", err)
+	}
+	// Retention: the timer keeps the receipts directory bounded with no
+	// person running prune. It never fails the run, whose receipt is
+	// written: what it could not remove, the next run tries again.
+	keep, keepIdle := rc.Retention()
+	gone, err := prune.Retain(context.WithoutCancel(ctx), ru.st.led, dir, prune.Policy{Keep: keep, KeepIdle: keepIdle}, ru.opts.Now())
+	if err != nil {
+		ru.log.Warn("old receipts not removed", "err", err)
+	} else if gone.Files > 0 {
+		ru.log.Info("old receipts removed", "files", gone.Files, "bytes", gone.Bytes)
 	}
 	return r, nil
 }

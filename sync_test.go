@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/testkit/testenv"
 	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
@@ -428,5 +431,107 @@ func TestSyncRefusesNoWorkspace(t *testing.T) {
 	}
 	if r := e.sync(false); r.WorkspaceID != id.ID || r.Counts.Routed != 1 {
 		t.Fatalf("receipt workspace_id %q, counts %+v; want %s and the handoff routed", r.WorkspaceID, r.Counts, id.ID)
+	}
+}
+
+// TestSyncRetainsReceipts: sync applies the receipts retention by itself.
+// An idle run's receipt goes once it is older than keep_idle (7d by
+// default), the newest stays, and the idle per-run receipt counts its
+// quiet inboxes where latest.json lists them. Invariant: the timer alone
+// bounds the receipts directory and never removes the newest receipt.
+func TestSyncRetainsReceipts(t *testing.T) {
+	e := newEnv(t)
+	first := e.sync(false)
+	own, err := receipts.Read(filepath.Join(e.ws, layout.ReceiptsDir, first.RunID+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := own.Hosts[0]; len(h.Inboxes) != 0 || h.QuietInboxes != 2 {
+		t.Errorf("idle receipt lists %d inboxes, counts %d quiet; want 0 and 2", len(h.Inboxes), h.QuietInboxes)
+	}
+	if latest, err := receipts.Read(filepath.Join(e.ws, layout.ReceiptsDir, "latest.json")); err != nil || len(latest.Hosts[0].Inboxes) != 2 {
+		t.Fatalf("latest.json must list both inboxes: %+v, %v", latest, err)
+	}
+	later := time.Now().Add(8 * 24 * time.Hour)
+	second, err := Sync(context.Background(), Options{Manifest: e.m, Now: func() time.Time { return later }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, layout.ReceiptsDir, first.RunID+".json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the 8-day-old idle receipt is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, layout.ReceiptsDir, second.RunID+".json")); err != nil {
+		t.Errorf("the newest receipt is gone: %v", err)
+	}
+}
+
+// TestDownHostHoldsUpNoOther: with the default fan-out, a host whose
+// connection hangs does not hold up the others: both other hosts finish
+// their pulls while it still hangs, and the run reports it failed and
+// them ok. Invariant: one host that is down never delays the rest of the
+// fleet's handoffs.
+func TestDownHostHoldsUpNoOther(t *testing.T) {
+	e := newEnv(t)
+	e.put(e.inbox, "a.md", doc("TOOLS.md", "from a"))
+	e.put(e.inbox2, "b.md", doc("TOOLS.md", "from b"))
+	yml := fmt.Sprintf(`version: 1
+workspace: %s
+hosts:
+  - {name: down, transport: local, inboxes: [%s]}
+  - {name: a, transport: local, inboxes: [%s]}
+  - {name: b, transport: local, inboxes: [%s]}
+`, e.ws, e.inbox, e.inbox, e.inbox2)
+	m, err := manifest.Parse([]byte(yml), filepath.Join(e.dir, "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	dial := func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
+		if h.Name == "down" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, errors.New("host is down")
+		}
+		return transport.NewLocal(), nil
+	}
+	var mu sync.Mutex
+	done := map[string]bool{}
+	progress := func(p HostProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.State == "done" && !done[p.Host] {
+			done[p.Host] = true
+			if done["a"] && done["b"] {
+				close(release)
+			}
+		}
+	}
+	got := make(chan *receipts.Receipt, 1)
+	go func() {
+		r, err := Sync(context.Background(), Options{Manifest: m, Dial: dial, Progress: progress})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- r
+	}()
+	var r *receipts.Receipt
+	select {
+	case r = <-got:
+	case <-time.After(2 * time.Minute): // a failure detector, not a margin: the run needs a and b to finish first
+		t.Fatal("the run waited on the down host: hosts a and b never finished while it hung")
+	}
+	if r == nil {
+		t.FailNow()
+	}
+	want := []string{"down error", "a ok", "b ok"}
+	for i, h := range r.Hosts {
+		if s := h.Name + " " + h.Outcome; s != want[i] {
+			t.Errorf("host %d: %s, want %s", i, s, want[i])
+		}
+	}
+	if r.Counts.Routed != 2 {
+		t.Errorf("routed %d, want both handoffs of the hosts that are up", r.Counts.Routed)
 	}
 }

@@ -27,6 +27,12 @@ const (
 	// DefaultReviewMaxAge is how long a handoff may wait for a person
 	// before doctor warns.
 	DefaultReviewMaxAge = 7 * 24 * time.Hour
+	// DefaultReceiptsKeep is how long sync keeps the receipt of a run that
+	// did something (docs/receipts.md#retention).
+	DefaultReceiptsKeep = 90 * 24 * time.Hour
+	// DefaultReceiptsKeepIdle is how long sync keeps the receipt of a run
+	// that said nothing new.
+	DefaultReceiptsKeepIdle = 7 * 24 * time.Hour
 )
 
 // DefaultHarnesses returns the harness directories searched by default:
@@ -51,6 +57,8 @@ type Manifest struct {
 	Notify    Notify   `json:"notify,omitzero"`
 	// OpenClaw says how the workspace's reader, OpenClaw, is treated.
 	OpenClaw OpenClaw `json:"openclaw,omitzero"`
+	// Receipts says how long sync keeps receipts and what they list.
+	Receipts Receipts `json:"receipts,omitzero"`
 	Hosts    []Host   `json:"hosts"`
 	// Repos names repositories, joins clones that have no common origin,
 	// and keeps repositories private to their hosts (repos.go).
@@ -114,6 +122,37 @@ type OpenClaw struct {
 
 // CardIndexOn reports whether MEMORY.md carries the card index.
 func (o OpenClaw) CardIndexOn() bool { return o.CardIndex == nil || *o.CardIndex }
+
+// Receipts settings: how long sync keeps per-run receipts, and whether
+// they list the inboxes that had nothing to say (docs/receipts.md).
+type Receipts struct {
+	// Keep is how long the receipt of a run that did something stays;
+	// 0 keeps every receipt.
+	Keep *Duration `json:"keep,omitempty"`
+	// KeepIdle is how long the receipt of an idle run stays (ok, nothing
+	// pulled, applied or published); 0 keeps it as long as the others.
+	KeepIdle *Duration `json:"keep_idle,omitempty"`
+	// ListQuietInboxes lists every inbox in every per-run receipt, in
+	// place of a count of those with nothing to say.
+	ListQuietInboxes bool `json:"list_quiet_inboxes,omitempty"`
+}
+
+// Retention returns how long a busy and an idle run's receipt stay: the
+// settings or their defaults, 0 for forever. An idle run's receipt never
+// outlives a busy one's, and keep 0 keeps every receipt.
+func (r Receipts) Retention() (keep, keepIdle time.Duration) {
+	keep, keepIdle = DefaultReceiptsKeep, DefaultReceiptsKeepIdle
+	if r.Keep != nil {
+		keep = r.Keep.Duration
+	}
+	if r.KeepIdle != nil {
+		keepIdle = r.KeepIdle.Duration
+	}
+	if keep == 0 || keepIdle == 0 || keepIdle > keep {
+		keepIdle = keep
+	}
+	return keep, keepIdle
+}
 
 // Host is one writer host as written in the manifest. Nil settings are
 // inherited from [Manifest.Defaults]; see [Manifest.Effective].

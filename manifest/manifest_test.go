@@ -238,3 +238,36 @@ func TestDefaultPath(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiptsRetention: the receipts block's defaults (90d, 7d), its
+// settings, 0 for forever, keep_idle never longer than keep, and a
+// retention under an hour refused. Invariant: a typo cannot make sync
+// remove a receipt minutes after it was written.
+func TestReceiptsRetention(t *testing.T) {
+	const hosts = "hosts:\n  - {name: a, transport: local, inboxes: [~/x/.claude/memory-handoffs]}\n"
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		block          string
+		keep, keepIdle time.Duration
+		list           bool
+	}{
+		{"", 90 * day, 7 * day, false},
+		{"receipts: {keep: 30d, keep_idle: 2d, list_quiet_inboxes: true}\n", 30 * day, 2 * day, true},
+		{"receipts: {keep: 0}\n", 0, 0, false},
+		{"receipts: {keep: 3d, keep_idle: 0}\n", 3 * day, 3 * day, false},
+		{"receipts: {keep: 3d, keep_idle: 9d}\n", 3 * day, 3 * day, false},
+	} {
+		m, err := parse(t, "version: 1\nworkspace: /w\n"+c.block+hosts)
+		if err != nil {
+			t.Fatalf("%q: %v", c.block, err)
+		}
+		k, ki := m.Receipts.Retention()
+		if k != c.keep || ki != c.keepIdle || m.Receipts.ListQuietInboxes != c.list {
+			t.Errorf("%q: keep %v, keep_idle %v, list %v; want %v, %v, %v", c.block, k, ki, m.Receipts.ListQuietInboxes, c.keep, c.keepIdle, c.list)
+		}
+	}
+	_, err := parse(t, "version: 1\nworkspace: /w\nreceipts: {keep_idle: 10m}\n"+hosts)
+	if fes := fieldErrors(t, err); len(fes) != 1 || fes[0].Field != "receipts.keep_idle" {
+		t.Fatalf("keep_idle 10m: %v, want an error naming receipts.keep_idle", err)
+	}
+}

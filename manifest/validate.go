@@ -74,6 +74,16 @@ func (v *validator) manifest(m *Manifest) {
 		}
 	}
 
+	for _, f := range []struct {
+		name string
+		d    *Duration
+	}{{"receipts.keep", m.Receipts.Keep}, {"receipts.keep_idle", m.Receipts.KeepIdle}} {
+		if f.d != nil && f.d.Duration != 0 && f.d.Duration < time.Hour {
+			v.report(FieldError{Field: f.name, Value: f.d.String(),
+				Msg: fmt.Sprintf("%s is out of range: must be 0 (keep every receipt) or at least 1h", f.d), Hint: "use a duration such as 90d"})
+		}
+	}
+
 	switch m.OpenClaw.Layout {
 	case "", "auto", "2026.9", "pre-2026.9":
 	default:

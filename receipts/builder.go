@@ -24,6 +24,8 @@ const (
 	// published all the same.
 	HostPartial = "partial"
 
+	// InboxOK is the state of an inbox that was listed.
+	InboxOK = "ok"
 	// InboxError is the state of an inbox that could not be listed, or
 	// whose stored files could not all be archived.
 	InboxError = "error"

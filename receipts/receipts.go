@@ -4,7 +4,8 @@
 // Guarantees: a receipt file is written durably and atomically (a reader
 // never sees half a receipt); latest.json and latest.log are replaced
 // atomically after the per-run file is durable, so latest.json always names a
-// run whose own receipt exists.
+// run whose own receipt exists; the per-run file counts the inboxes that
+// had nothing to say (Compact) where latest.json lists them.
 package receipts
 
 import (
@@ -128,6 +129,10 @@ type Host struct {
 	// ItemsDropped counts rejected and deferred files left out of
 	// handoffs[] because the host had too many.
 	ItemsDropped int `json:"items_dropped,omitempty"`
+	// QuietInboxes counts the inboxes left out of Inboxes because they
+	// had nothing to say (see Inbox.Quiet); only a per-run file leaves
+	// them out, latest.json lists them.
+	QuietInboxes int `json:"quiet_inboxes,omitempty"`
 	// Quirks are what the host's SFTP server was seen to do that others do
 	// not, as stable codes (see docs/receipts.md), e.g. "follows-symlinks".
 	Quirks []string `json:"quirks,omitempty"`
@@ -164,6 +169,48 @@ type Inbox struct {
 	IgnoredCount int `json:"ignored_count,omitempty"`
 	// Repo is the inbox's repository, read when the inbox held a handoff.
 	Repo *Repo `json:"repo,omitempty"`
+}
+
+// Quiet reports whether an inbox has nothing to say: listed (state ok)
+// with nothing pending, tracked, ignored or wrong, and no repository read.
+func (in *Inbox) Quiet() bool {
+	return in.State == InboxOK && in.Pending == 0 && in.Tracked == 0 && in.Error == "" &&
+		len(in.Ignored) == 0 && in.IgnoredCount == 0 && in.Repo == nil
+}
+
+// Compact returns r with each host's quiet inboxes counted in
+// QuietInboxes instead of listed, sharing everything else with r. A
+// fleet's idle run lists every inbox of every host (289 KB for 1,600
+// inboxes); its compact form is a few hundred bytes a host. It returns
+// r itself when no inbox is quiet.
+func Compact(r *Receipt) *Receipt {
+	quiet := false
+	for i := range r.Hosts {
+		for j := range r.Hosts[i].Inboxes {
+			if r.Hosts[i].Inboxes[j].Quiet() {
+				quiet = true
+				break
+			}
+		}
+	}
+	if !quiet {
+		return r
+	}
+	c := *r
+	c.Hosts = make([]Host, len(r.Hosts))
+	for i, h := range r.Hosts {
+		kept := make([]Inbox, 0, len(h.Inboxes))
+		for _, in := range h.Inboxes {
+			if in.Quiet() {
+				h.QuietInboxes++
+				continue
+			}
+			kept = append(kept, in)
+		}
+		h.Inboxes = kept
+		c.Hosts[i] = h
+	}
+	return &c
 }
 
 // Repo is a repository as a pull found it: its directory on the host,
@@ -330,15 +377,23 @@ func indent(dst, src []byte) []byte {
 }
 
 // Write stores <run-id>.json, then replaces latest.log and latest.json, in
-// dir (created if needed). It returns the per-run file's path. The three
+// dir (created if needed). It returns the per-run file's path. The
+// per-run file is [Compact] unless allInboxes; latest.json, which is
+// replaced and never accumulates, lists every inbox. The three
 // files are written first and fsynced together, then put in place in that
 // order, and the directory is synced once: a run's end waits for one
 // round of syncs, not three. A crash in between leaves temporary files,
 // which the ingester's next run removes.
-func Write(dir string, r *Receipt, log []byte) (string, error) {
+func Write(dir string, r *Receipt, log []byte, allInboxes bool) (string, error) {
 	data, err := Marshal(r)
 	if err != nil {
 		return "", err
+	}
+	own := data
+	if c := Compact(r); c != r && !allInboxes {
+		if own, err = Marshal(c); err != nil {
+			return "", err
+		}
 	}
 	root, err := openDir(dir)
 	if err != nil {
@@ -349,7 +404,7 @@ func Write(dir string, r *Receipt, log []byte) (string, error) {
 	files := []struct {
 		name string
 		data []byte
-	}{{name, data}, {"latest.log", log}, {"latest.json", data}}
+	}{{name, own}, {"latest.log", log}, {"latest.json", data}}
 	temps := make([]*durable.Temp, 0, len(files))
 	drop := func() {
 		for _, t := range temps {

@@ -34,6 +34,7 @@ type syncCmd struct {
 	ping         string
 	pingTimeout  time.Duration
 	adopt        []string
+	listInboxes  bool
 }
 
 func newSyncCmd(g *globals) *cobra.Command {
@@ -52,9 +53,10 @@ func newSyncCmd(g *globals) *cobra.Command {
 	f.BoolVar(&c.table, "table", false, "after the summary, say why handoffs were deferred, list what this run decided and name the receipt (default: on when stdout is a terminal; --table=false turns it off)")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest)")
-	f.IntVar(&c.parallel, "parallel", 8, "hosts pulled at once")
+	f.IntVar(&c.parallel, "parallel", 0, "hosts pulled at once (default: every host, up to half the available memory at 64 MiB a worker, at most 64, at least 8)")
 	f.StringVar(&c.ping, "ping", "", "heartbeat URL, healthchecks.io style (overrides the manifest's notify.ping_url)")
 	f.DurationVar(&c.pingTimeout, "ping-timeout", notify.DefaultTotal, "most time one heartbeat ping may take, retries included")
+	f.BoolVar(&c.listInboxes, "list-inboxes", false, "this run's receipt lists every inbox, not only those with something to say (see docs/receipts.md)")
 	f.StringArrayVar(&c.adopt, "adopt-mirror", nil, "take over HOST's mirror from the workspace its MIRROR.json names (repeatable; see docs/mirror.md)")
 	return cmd
 }
@@ -113,7 +115,7 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 	r, err := handoff.Sync(cmd.Context(), handoff.Options{
 		Manifest: m, Workspace: ws, Hosts: c.hosts, DryRun: c.dryRun,
 		Parallel: c.parallel, Log: c.g.logger(), Worker: self, Notifier: notifier,
-		Progress: live.Func(), AdoptMirrors: c.adopt,
+		Progress: live.Func(), AdoptMirrors: c.adopt, ListInboxes: c.listInboxes,
 	})
 	live.Finish()
 	if err != nil {

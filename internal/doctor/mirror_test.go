@@ -45,7 +45,7 @@ func TestDoctorMirrorLastRun(t *testing.T) {
 			b.AddHost(receipts.Host{Name: "laptop", Outcome: receipts.HostOK, Inboxes: []receipts.Inbox{}}, 0)
 			b.SetMirror("laptop", tc.last)
 			b.Judge(nil)
-			if _, err := receipts.Write(filepath.Join(ws, layout.ReceiptsDir), b.Finish(now), nil); err != nil {
+			if _, err := receipts.Write(filepath.Join(ws, layout.ReceiptsDir), b.Finish(now), nil, false); err != nil {
 				t.Fatal(err)
 			}
 			h := manifest.HostConfig{Name: "laptop", Mirror: &manifest.MirrorConfig{Path: "~/m"}}

@@ -10,6 +10,9 @@
 //     handoff that still waits for a person, or that was rejected or
 //     superseded less than --older-than ago; never a review draft,
 //     latest.*, the newest receipt or the newest failed run's.
+//   - Retain, which sync runs after every receipt it writes, removes
+//     receipts by the manifest's retention (idle runs' sooner) under the
+//     same exceptions, and never one it cannot read.
 //   - It takes the workspace lock, refuses a directory that is no
 //     workspace, and with --dry-run writes nothing anywhere.
 package prune
