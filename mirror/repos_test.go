@@ -250,11 +250,11 @@ func TestPublishRepos(t *testing.T) {
 	}, DefaultRecent, reposNow)...)
 	r, st = publish(t, fsys, st, v2, false)
 	mustOK(t, r)
-	if !slices.Contains(r.Sent, "repos/app/RECENT.md") || slices.Contains(r.Sent, "repos/lib/RECENT.md") || !slices.Equal(r.Removed, []string{"repos/lib/RECENT.md"}) {
+	if !slices.Contains(r.Sent, "repos/app/RECENT.md") || slices.Contains(r.Sent, "repos/lib/RECENT.md") || !slices.Equal(r.Removed, []string{"repos/lib/RECENT.md", "repos/lib/"}) {
 		t.Errorf("second publish sent %q removed %q", r.Sent, r.Removed)
 	}
-	if _, err := os.Lstat(filepath.Join(dir, "repos/lib/RECENT.md")); err == nil {
-		t.Error("repos/lib/RECENT.md is still there")
+	if _, err := os.Lstat(filepath.Join(dir, "repos/lib")); err == nil {
+		t.Error("repos/lib is still there")
 	}
 	sha256sumCheck(t, dir)
 	r, st = publish(t, fsys, st, base, false)
