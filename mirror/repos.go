@@ -145,7 +145,19 @@ func ReposFiles(repos []Repo, lim RecentLimits, now time.Time) []File {
 	more := 0
 	if len(list) > MaxRepos {
 		more = len(list) - MaxRepos
-		list = list[:MaxRepos]
+		hostsOf := func(s shown) map[string]time.Time {
+			m := map[string]time.Time{}
+			for _, h := range s.recent {
+				if h.At.After(m[h.Host]) {
+					m[h.Host] = h.At
+				}
+			}
+			return m
+		}
+		list = fairShare(list, MaxRepos, hostsOf)
+		slices.SortFunc(list, func(a, b shown) int {
+			return cmp.Or(b.newest.Compare(a.newest), strings.Compare(a.repo.Slug, b.repo.Slug))
+		})
 	}
 	var files []File
 	idx := Index{Format: 1, Repos: []IndexRepo{}}
@@ -220,6 +232,55 @@ func threads(hs []RecentHandoff) [][]RecentHandoff {
 	return out
 }
 
+// fairShare keeps at most n of list, the hosts taking turns, each its
+// most recently active first (hostsOf says when each host was last active
+// in one): every host has a share, n over the hosts at least, that no
+// other host can take.
+func fairShare[T any](list []T, n int, hostsOf func(T) map[string]time.Time) []T {
+	queues := map[string][]int{}
+	last := map[string]map[int]time.Time{}
+	for i, s := range list {
+		for h, at := range hostsOf(s) {
+			queues[h] = append(queues[h], i)
+			if last[h] == nil {
+				last[h] = map[int]time.Time{}
+			}
+			last[h][i] = at
+		}
+	}
+	for h, q := range queues {
+		slices.SortStableFunc(q, func(a, b int) int { return cmp.Or(last[h][b].Compare(last[h][a]), cmp.Compare(a, b)) })
+	}
+	hosts := slices.Sorted(maps.Keys(queues))
+	kept := map[int]bool{}
+	next := map[string]int{}
+	for len(kept) < n {
+		progress := false
+		for _, h := range hosts {
+			q := queues[h]
+			for next[h] < len(q) && kept[q[next[h]]] {
+				next[h]++
+			}
+			if next[h] >= len(q) || len(kept) >= n {
+				continue
+			}
+			kept[q[next[h]]] = true
+			next[h]++
+			progress = true
+		}
+		if !progress {
+			break
+		}
+	}
+	var out []T
+	for i, s := range list {
+		if kept[i] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // continued returns the index of the handoff that hs[i] continues: by
 // name, archived name or hash (prefix), the nearest older one; -1 when
 // none of hs is it.
@@ -250,7 +311,8 @@ func isLowerHex(s string) bool {
 }
 
 // recentMD renders one repository's RECENT.md within lim, and says how
-// many handoffs it shows.
+// many handoffs it shows. Each host has a share of the count and of the
+// bytes (pick), so that no host's handoffs hide another's.
 func recentMD(r Repo, hs []RecentHandoff, lim RecentLimits) ([]byte, int) {
 	var head strings.Builder
 	fmt.Fprintf(&head, "# Recent handoffs: %s\n\n", r.Slug)
@@ -271,36 +333,22 @@ func recentMD(r Repo, hs []RecentHandoff, lim RecentLimits) ([]byte, int) {
 
 	// The footer is at most this long, so the body may use the rest.
 	const footerRoom = 256
-	var body strings.Builder
-	total, shown := 0, 0
-	full := false
-	for _, th := range threads(hs) {
-		total += len(th)
-		for i, h := range th {
-			if full || shown >= lim.Count {
-				full = true
-				break
-			}
-			var e strings.Builder
-			level := "##"
-			if len(th) > 1 {
-				level = "###"
-				if i == 0 {
-					fmt.Fprintf(&e, "## Thread: %s (%d handoffs, newest first)\n\n", inline(titleOf(th[0]), maxTitle), len(th))
-				}
-			}
-			entry(&e, level, h)
-			if head.Len()+body.Len()+e.Len()+footerRoom > lim.Bytes {
-				full = true
-				break
-			}
-			body.WriteString(e.String())
-			shown++
+	ths := threads(hs)
+	chosen := pick(ths, lim.Count, lim.Bytes-head.Len()-footerRoom)
+	var body string
+	var shown int
+	for {
+		body, shown = renderThreads(ths, chosen)
+		if head.Len()+len(body)+footerRoom <= lim.Bytes || len(chosen.order) == 0 {
+			break
 		}
+		// Thread headings took more room than pick allowed for: the
+		// host using the most bytes gives up its oldest chosen handoff.
+		dropLargest(chosen)
 	}
-	out := head.String() + body.String()
-	if left := total - shown; left > 0 {
-		out += fmt.Sprintf("_%d older handoffs of this repository are not shown: RECENT.md holds at most %d handoffs of the last %d days, in %d KiB._\n",
+	out := head.String() + body
+	if left := len(hs) - shown; left > 0 {
+		out += fmt.Sprintf("_%d older handoffs of this repository are not shown: RECENT.md holds at most %d handoffs of the last %d days, in %d KiB, shared among the hosts._\n",
 			left, lim.Count, int(lim.Age/(24*time.Hour)), lim.Bytes>>10)
 	}
 	if len(out) > lim.Bytes {
@@ -308,6 +356,107 @@ func recentMD(r Repo, hs []RecentHandoff, lim RecentLimits) ([]byte, int) {
 		out = clipText(out, max(lim.Bytes-len("…"), 0))
 	}
 	return []byte(out), shown
+}
+
+// picked is the handoffs chosen for a RECENT.md, by identity, with each
+// one's size and host and the order they were picked in.
+type picked struct {
+	set   map[*RecentHandoff]int // the entry's size
+	order []*RecentHandoff
+}
+
+// pick chooses at most count handoffs in at most room bytes, the hosts
+// taking turns, each its newest first: every host that wrote here has a
+// share (count and room over the hosts, at least) that no other can take.
+func pick(ths [][]RecentHandoff, count, room int) *picked {
+	p := &picked{set: map[*RecentHandoff]int{}}
+	queues := map[string][]*RecentHandoff{}
+	for i := range ths {
+		for j := range ths[i] {
+			h := &ths[i][j]
+			queues[h.Host] = append(queues[h.Host], h)
+		}
+	}
+	for _, q := range queues {
+		slices.SortStableFunc(q, func(a, b *RecentHandoff) int {
+			return cmp.Or(b.At.Compare(a.At), strings.Compare(a.SHA256, b.SHA256))
+		})
+	}
+	hosts := slices.Sorted(maps.Keys(queues))
+	used := 0
+	full := map[string]bool{}
+	for round := 0; len(p.order) < count; round++ {
+		progress := false
+		for _, host := range hosts {
+			q := queues[host]
+			if full[host] || round >= len(q) || len(p.order) >= count {
+				continue
+			}
+			var e strings.Builder
+			entry(&e, "###", *q[round])
+			if used+e.Len() > room {
+				full[host] = true // its next handoffs are older: this host is done
+				continue
+			}
+			used += e.Len()
+			p.set[q[round]] = e.Len()
+			p.order = append(p.order, q[round])
+			progress = true
+		}
+		if !progress {
+			break
+		}
+	}
+	return p
+}
+
+// dropLargest takes the last chosen handoff of the host whose chosen
+// handoffs take the most bytes out of p.
+func dropLargest(p *picked) {
+	by := map[string]int{}
+	for h, n := range p.set {
+		by[h.Host] += n
+	}
+	host, most := "", -1
+	for _, h := range slices.Sorted(maps.Keys(by)) {
+		if by[h] > most {
+			host, most = h, by[h]
+		}
+	}
+	for i := len(p.order) - 1; i >= 0; i-- {
+		if p.order[i].Host == host {
+			delete(p.set, p.order[i])
+			p.order = slices.Delete(p.order, i, i+1)
+			return
+		}
+	}
+}
+
+// renderThreads writes the chosen handoffs, thread by thread, and says
+// how many it wrote.
+func renderThreads(ths [][]RecentHandoff, p *picked) (string, int) {
+	var body strings.Builder
+	shown := 0
+	for i := range ths {
+		var th []*RecentHandoff
+		for j := range ths[i] {
+			if _, ok := p.set[&ths[i][j]]; ok {
+				th = append(th, &ths[i][j])
+			}
+		}
+		for k, h := range th {
+			level := "##"
+			if len(th) > 1 {
+				level = "###"
+				if k == 0 {
+					fmt.Fprintf(&body, "## Thread: %s (%d handoffs, newest first)\n\n", inline(titleOf(*th[0]), maxTitle), len(th))
+				}
+			}
+			entry(&body, level, *h)
+			shown++
+		}
+	}
+	return body.String(), shown
 }
 
 // titleOf is what a thread's heading calls it: its newest handoff's

@@ -6,9 +6,11 @@ package ledger
 // (internal/continuity; docs/design.md, "Continuity").
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,10 +143,30 @@ type RepoSource struct {
 	Continues string
 }
 
-// RepoSources returns the sources of inboxes with a recorded repository
-// stored at or after since, newest first, at most limit of them; `handoff
-// import processed` records (result legacy) are not among them.
-func (l *Ledger) RepoSources(ctx context.Context, since time.Time, limit int) ([]RepoSource, error) {
+// RepoSources returns, for each of hosts, that host's sources of inboxes
+// with a recorded repository stored at or after since, newest first, at
+// most perHost of them: each host's share, so that no host's rows push
+// another's out. Rows that are no handoff never count against a share
+// and are not returned: malformed (the source or its content), rejected,
+// a copy of content another source brought, and `handoff import
+// processed` records (result legacy). The result is newest first.
+func (l *Ledger) RepoSources(ctx context.Context, hosts []string, since time.Time, perHost int) ([]RepoSource, error) {
+	var out []RepoSource
+	for _, host := range hosts {
+		rs, err := l.repoSources(ctx, host, since, perHost)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	slices.SortFunc(out, func(a, b RepoSource) int { return cmp.Compare(b.ID, a.ID) })
+	return out, nil
+}
+
+// repoSources is one host's share of RepoSources. The filter is in the
+// query, so that a flood of junk is skipped by SQLite and never fills
+// the LIMIT.
+func (l *Ledger) repoSources(ctx context.Context, host string, since time.Time, limit int) ([]RepoSource, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT
 			t.id, t.sha256, t.size, t.host, t.inbox, t.name, t.archived_as, t.stored_at, t.stored_run, t.result, t.reason,
 			h.source_id, h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256,
@@ -153,9 +175,13 @@ func (l *Ledger) RepoSources(ctx context.Context, since time.Time, limit int) ([
 		JOIN inbox_repos r ON r.host = t.host AND r.inbox = t.inbox
 		LEFT JOIN handoffs h ON h.id = t.sha_id
 		LEFT JOIN threads th ON th.sha256 = t.sha256
-		WHERE t.result != ?
+		WHERE t.host = ?
+			AND t.result NOT IN (?, ?, ?)
+			AND (h.result IS NULL OR h.result != ?)
+			AND NOT (t.result = ? AND h.source_id IS NOT NULL AND h.source_id != t.id)
 		ORDER BY t.id DESC
-		LIMIT ?`, receipts.ResultLegacy, limit)
+		LIMIT ?`, host, receipts.ResultLegacy, receipts.ResultMalformed, receipts.ResultRejected,
+		receipts.ResultMalformed, receipts.ResultDuplicate, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: repository sources: %w", err)
 	}

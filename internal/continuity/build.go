@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -20,8 +21,10 @@ import (
 	"github.com/handoff-sync/handoff/receipts"
 )
 
-// maxSources bounds the ledger rows one build reads: every repository's
-// RECENT.md at its count bound, with room for duplicates and threads.
+// maxSources bounds the ledger rows one build reads of each host (its
+// share): every repository's RECENT.md at its count bound, with room for
+// threads. Rows that are no handoff are not read (ledger.RepoSources),
+// so no host's junk or handoffs push another host's out.
 const maxSources = 4 * mirror.MaxRepos * 20
 
 // Input is what Build reads.
@@ -129,7 +132,7 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		repoOf[[2]string{r.Host, r.Inbox}] = rp
 	}
 
-	srcs, err := in.Ledger.RepoSources(ctx, in.Now.Add(-in.Limits.Age), maxSources)
+	srcs, err := in.Ledger.RepoSources(ctx, slices.Sorted(maps.Keys(hostCfg)), in.Now.Add(-in.Limits.Age), maxSources)
 	if err != nil {
 		return nil, err
 	}

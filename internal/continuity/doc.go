@@ -15,7 +15,10 @@
 //     ledger's inbox_repos and threads rows. Neither touches the
 //     workspace's memory, and a failure of either is the caller's to log:
 //     it never blocks ingest.
-//   - Reads are bounded: at most maxSources ledger rows, spool files of
+//   - No host pushes another's notes out: every bound of repos/ (rows
+//     read, repositories kept, handoffs and bytes per RECENT.md) is a
+//     per-host share, and rows that are no handoff never count.
+//   - Reads are bounded: at most maxSources ledger rows per host, spool files of
 //     at most maxHandoff bytes parsed, and the files mirror.ReposFiles
 //     bounds.
 package continuity
