@@ -70,6 +70,9 @@ type Repo struct {
 	// Handoffs are its handoffs, in any order; ReposFiles sorts and
 	// bounds them.
 	Handoffs []RecentHandoff
+	// Older counts its handoffs in the window that the caller did not
+	// read (older than any RECENT.md can show).
+	Older int
 }
 
 // RecentHandoff is one handoff as RECENT.md shows it.
@@ -198,15 +201,18 @@ func newestOf(hs []RecentHandoff) time.Time {
 }
 
 // threads groups handoffs into threads (chains of Continues), each
-// newest first, the threads ordered by their newest handoff.
+// newest first, the threads ordered by their newest handoff. The
+// handoffs are indexed once by every key that may name them, so the work
+// grows with their number, not with its square.
 func threads(hs []RecentHandoff) [][]RecentHandoff {
 	hs = slices.Clone(hs)
 	slices.SortFunc(hs, func(a, b RecentHandoff) int {
 		return cmp.Or(b.At.Compare(a.At), strings.Compare(a.SHA256, b.SHA256))
 	})
+	idx := newKeyIndex(hs)
 	parent := make([]int, len(hs))
 	for i, h := range hs {
-		parent[i] = continued(hs, i, h.Continues)
+		parent[i] = idx.continued(hs, i, h.Continues)
 	}
 	// parent[i] > i always (an older handoff), so every chain ends.
 	root := make([]int, len(hs))
@@ -230,6 +236,64 @@ func threads(hs []RecentHandoff) [][]RecentHandoff {
 	// hs is newest first, so each thread is too, and threads are in the
 	// order of their newest handoff.
 	return out
+}
+
+// keyIndex finds handoffs by the keys a Continues may give: the file
+// name or archived name (each to the indexes holding it, ascending), and
+// a hash's start (the hashes sorted, so that those with a prefix are one
+// run).
+type keyIndex struct {
+	byName map[string][]int
+	hashes []hashAt
+}
+
+type hashAt struct {
+	sha string
+	i   int
+}
+
+func newKeyIndex(hs []RecentHandoff) *keyIndex {
+	x := &keyIndex{byName: map[string][]int{}}
+	for i, h := range hs {
+		x.byName[h.Name] = append(x.byName[h.Name], i)
+		if len(h.SHA256) >= 12 {
+			if a := claim.ArchiveName(h.Name, h.SHA256); a != h.Name {
+				x.byName[a] = append(x.byName[a], i)
+			}
+		}
+		x.hashes = append(x.hashes, hashAt{h.SHA256, i})
+	}
+	slices.SortFunc(x.hashes, func(a, b hashAt) int { return cmp.Or(strings.Compare(a.sha, b.sha), cmp.Compare(a.i, b.i)) })
+	return x
+}
+
+// continued returns the index of the handoff that hs[i] continues: by
+// name, archived name or hash (prefix), the nearest older one; -1 when
+// none of hs is it.
+func (x *keyIndex) continued(hs []RecentHandoff, i int, key string) int {
+	if key == "" {
+		return -1
+	}
+	best := -1
+	take := func(j int) {
+		if j > i && hs[j].SHA256 != hs[i].SHA256 && (best < 0 || j < best) {
+			best = j
+		}
+	}
+	ids := x.byName[key]
+	// The first index after i, and on past copies of hs[i] itself.
+	for k, _ := slices.BinarySearch(ids, i+1); k < len(ids); k++ {
+		if take(ids[k]); best >= 0 {
+			break
+		}
+	}
+	if isLowerHex(key) {
+		k, _ := slices.BinarySearchFunc(x.hashes, key, func(h hashAt, key string) int { return strings.Compare(h.sha, key) })
+		for ; k < len(x.hashes) && strings.HasPrefix(x.hashes[k].sha, key); k++ {
+			take(x.hashes[k].i)
+		}
+	}
+	return best
 }
 
 // fairShare keeps at most n of list, the hosts taking turns, each its
@@ -281,26 +345,6 @@ func fairShare[T any](list []T, n int, hostsOf func(T) map[string]time.Time) []T
 	return out
 }
 
-// continued returns the index of the handoff that hs[i] continues: by
-// name, archived name or hash (prefix), the nearest older one; -1 when
-// none of hs is it.
-func continued(hs []RecentHandoff, i int, key string) int {
-	if key == "" {
-		return -1
-	}
-	hex := isLowerHex(key)
-	for j := i + 1; j < len(hs); j++ { // older ones come later
-		h := hs[j]
-		if h.SHA256 == hs[i].SHA256 {
-			continue
-		}
-		if h.Name == key || len(h.SHA256) >= 12 && claim.ArchiveName(h.Name, h.SHA256) == key || hex && strings.HasPrefix(h.SHA256, key) {
-			return j
-		}
-	}
-	return -1
-}
-
 func isLowerHex(s string) bool {
 	for _, c := range s {
 		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
@@ -347,7 +391,7 @@ func recentMD(r Repo, hs []RecentHandoff, lim RecentLimits) ([]byte, int) {
 		dropLargest(chosen)
 	}
 	out := head.String() + body
-	if left := len(hs) - shown; left > 0 {
+	if left := len(hs) - shown + r.Older; left > 0 {
 		out += fmt.Sprintf("_%d older handoffs of this repository are not shown: RECENT.md holds at most %d handoffs of the last %d days, in %d KiB, shared among the hosts._\n",
 			left, lim.Count, int(lim.Age/(24*time.Hour)), lim.Bytes>>10)
 	}
@@ -365,6 +409,13 @@ type picked struct {
 	order []*RecentHandoff
 }
 
+// Newer orders handoffs as RECENT.md takes them from each host: newest
+// first, then by hash. A host's handoffs past its first Count in this
+// order are never shown, so a caller need not read their text.
+func Newer(a, b RecentHandoff) int {
+	return cmp.Or(b.At.Compare(a.At), strings.Compare(a.SHA256, b.SHA256))
+}
+
 // pick chooses at most count handoffs in at most room bytes, the hosts
 // taking turns, each its newest first: every host that wrote here has a
 // share (count and room over the hosts, at least) that no other can take.
@@ -378,9 +429,7 @@ func pick(ths [][]RecentHandoff, count, room int) *picked {
 		}
 	}
 	for _, q := range queues {
-		slices.SortStableFunc(q, func(a, b *RecentHandoff) int {
-			return cmp.Or(b.At.Compare(a.At), strings.Compare(a.SHA256, b.SHA256))
-		})
+		slices.SortStableFunc(q, func(a, b *RecentHandoff) int { return Newer(*a, *b) })
 	}
 	hosts := slices.Sorted(maps.Keys(queues))
 	used := 0

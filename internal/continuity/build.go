@@ -53,6 +53,7 @@ type repo struct {
 type row struct {
 	ledger.InboxRepo
 	private bool
+	unread  int // its handoffs in the window that were not read
 }
 
 // item is one handoff of a repository, with whether it is private to the
@@ -60,6 +61,7 @@ type row struct {
 type item struct {
 	host    string
 	private bool
+	src     ledger.RepoSource
 	recent  mirror.RecentHandoff
 }
 
@@ -132,9 +134,29 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		repoOf[[2]string{r.Host, r.Inbox}] = rp
 	}
 
-	srcs, err := in.Ledger.RepoSources(ctx, slices.Sorted(maps.Keys(hostCfg)), in.Now.Add(-in.Limits.Age), maxSources)
+	srcs, err := in.Ledger.RepoSources(ctx, slices.Sorted(maps.Keys(hostCfg)), in.Now.Add(-in.Limits.Age), in.Limits.Count, maxSources)
 	if err != nil {
 		return nil, err
+	}
+	// What each inbox holds beyond the rows read, for RECENT.md's count
+	// of what it leaves out.
+	given := map[[2]string]int{}
+	for _, s := range srcs {
+		k := [2]string{s.Host, s.Inbox}
+		given[k]++
+		if rp := repoOf[k]; rp != nil {
+			for i := range rp.rows {
+				if rp.rows[i].Host == s.Host && rp.rows[i].Inbox == s.Inbox {
+					rp.rows[i].unread = s.InboxRows
+				}
+			}
+		}
+	}
+	for _, rp := range byKey {
+		for i := range rp.rows {
+			r := &rp.rows[i]
+			r.unread = max(r.unread-given[[2]string{r.Host, r.Inbox}], 0)
+		}
 	}
 	var review []string
 	for _, s := range srcs {
@@ -146,19 +168,10 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	parsed := map[string]*ingest.Handoff{}
 	seen := map[[2]string]bool{} // repo key, sha: one entry per content
 	for _, s := range srcs {
 		rp := repoOf[[2]string{s.Host, s.Inbox}]
 		if rp == nil || seen[[2]string{rp.key, s.SHA256}] || resultOf(s) == receipts.ResultMalformed {
-			continue
-		}
-		h, ok := parsed[s.SHA256]
-		if !ok {
-			h = parse(in.Spool, s.SHA256)
-			parsed[s.SHA256] = h
-		}
-		if h == nil && s.Result == receipts.ResultMalformed {
 			continue
 		}
 		seen[[2]string{rp.key, s.SHA256}] = true
@@ -168,7 +181,33 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 				private = r.private
 			}
 		}
-		rp.items = append(rp.items, item{host: s.Host, private: private, recent: recentOf(s, h, decisions)})
+		rp.items = append(rp.items, item{host: s.Host, private: private, src: s,
+			recent: mirror.RecentHandoff{At: s.StoredAt, Host: s.Host, SHA256: s.SHA256}})
+	}
+	// Only a host's first Count handoffs of a repository, in the order
+	// RECENT.md takes them (mirror.Newer), can be shown: only those are
+	// read and parsed, so an idle build's work does not grow with a
+	// repository's history.
+	parsed := map[string]*ingest.Handoff{}
+	for _, rp := range byKey {
+		slices.SortStableFunc(rp.items, func(a, b item) int { return mirror.Newer(a.recent, b.recent) })
+		taken := map[string]int{}
+		for i := range rp.items {
+			it := &rp.items[i]
+			s := it.src
+			if taken[it.host] >= in.Limits.Count {
+				it.recent = recentOf(s, nil, decisions)
+				it.recent.Withheld = "not read: older than what RECENT.md shows"
+				continue
+			}
+			taken[it.host]++
+			h, ok := parsed[s.SHA256]
+			if !ok {
+				h = parse(in.Spool, s.SHA256)
+				parsed[s.SHA256] = h
+			}
+			it.recent = recentOf(s, h, decisions)
+		}
 	}
 	var repos []*repo
 	for _, rp := range byKey {
@@ -405,6 +444,7 @@ func view(m *manifest.Manifest, repos []*repo, host string) []mirror.Repo {
 				continue
 			}
 			hosts[r.Host] = true
+			mr.Older += r.unread
 			switch {
 			case r.Origin == "":
 				p := manifest.RepoPath{Host: r.Host, Path: r.Repo}

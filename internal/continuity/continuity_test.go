@@ -61,7 +61,7 @@ repos:
     private: true
 `
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	dir := t.TempDir()
 	led, err := ledger.Open(filepath.Join(dir, "ledger.db"))

@@ -18,6 +18,10 @@
 //   - No host pushes another's notes out: every bound of repos/ (rows
 //     read, repositories kept, handoffs and bytes per RECENT.md) is a
 //     per-host share, and rows that are no handoff never count.
+//   - An idle build does not grow with a repository's history: of each
+//     inbox only the newest rows RECENT.md can show are read, only a
+//     host's first Count of a repository are parsed, and threads are
+//     grouped once by index (mirror.threads), never pair by pair.
 //   - Reads are bounded: at most maxSources ledger rows per host, spool files of
 //     at most maxHandoff bytes parsed, and the files mirror.ReposFiles
 //     bounds.

@@ -14,7 +14,7 @@ import (
 
 // storeMany stores texts (name to text) as pulled from host's inbox in
 // one transaction, each ingested with result.
-func (w *world) storeMany(t *testing.T, host, inbox string, texts map[string]string, result, reason string) {
+func (w *world) storeMany(t testing.TB, host, inbox string, texts map[string]string, result, reason string) {
 	t.Helper()
 	ctx := context.Background()
 	var srcs []claim.Source
@@ -47,7 +47,7 @@ func (w *world) storeMany(t *testing.T, host, inbox string, texts map[string]str
 	}
 }
 
-func (w *world) build(t *testing.T, now time.Time) map[string]string {
+func (w *world) build(t testing.TB, now time.Time) map[string]string {
 	t.Helper()
 	files, err := Build(context.Background(), Input{Ledger: w.led, Spool: w.sp, Manifest: w.m, Now: now}, w.m.HostConfigs())
 	if err != nil {
@@ -67,7 +67,7 @@ const (
 	vpsInbox = "/srv/app/.codex/memory-handoffs"
 )
 
-func recordApp(t *testing.T, w *world, extra map[string]repoid.Identity) {
+func recordApp(t testing.TB, w *world, extra map[string]repoid.Identity) {
 	t.Helper()
 	vps := map[string]repoid.Identity{vpsInbox: {Path: "/srv/app", Origin: "github.com/acme/app"}}
 	for k, v := range extra {
