@@ -126,11 +126,8 @@ func (h *Handoff) WithheldReason() string {
 	}
 	text := strings.Join([]string{h.Title, h.Summary, sectionText(h.Sections, SectionDurableFacts),
 		strings.Join(h.OpenQuestions, "\n"), strings.Join(h.NextSteps, "\n")}, "\n")
-	lower := foldForTest(text)
-	for _, p := range injectionPatterns {
-		if mayMatch(lower, p.need) && p.re().MatchString(text) {
-			return ReasonInjectionLike
-		}
+	if _, what := injectionMatch(text); what != "" {
+		return ReasonInjectionLike
 	}
 	return ""
 }
