@@ -16,6 +16,7 @@ import (
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/repoid"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
@@ -116,6 +117,9 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		if !ok {
 			continue // a host the manifest no longer names: its privacy is unknown
 		}
+		// An origin an earlier version stored with a query, fragment or
+		// white space is cut or dropped: it is shown to every host.
+		r.Origin = repoid.Reduce(r.Origin)
 		entry := m.RepoFor(r.Host, r.Repo, r.Home, r.Origin)
 		key := keyOf(r, entry)
 		rp := byKey[key]
@@ -262,7 +266,11 @@ func recentOf(s ledger.RepoSource, h *ingest.Handoff, ds []ledger.Decision) mirr
 	if r.Continues == "" {
 		r.Continues = ingest.ContinuesKey(h.Continues)
 	}
-	if why := h.WithheldReason(); why != "" {
+	why := h.WithheldReason()
+	if why == "" {
+		why = ingest.NameWithheldReason(s.Name, r.Continues)
+	}
+	if why != "" {
 		r.Withheld = why
 		return r
 	}
