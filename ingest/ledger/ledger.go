@@ -137,6 +137,9 @@ var migrations = []string{
 	`DROP INDEX IF EXISTS sources_by_name;`,
 	// 10: contents numbered, and keyed by number (shas.go).
 	migrationSHAs,
+	// 12 (11 is migrationDrafts on main; renumber at merge): what
+	// RECENT.md shows of a handoff, kept past prune (notes.go).
+	migrationNotes,
 }
 
 // Plan states.

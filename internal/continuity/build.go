@@ -192,26 +192,52 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 	// RECENT.md takes them (mirror.Newer), can be shown: only those are
 	// read and parsed, so an idle build's work does not grow with a
 	// repository's history.
-	parsed := map[string]*ingest.Handoff{}
+	// What RECENT.md shows of a handoff is kept in the ledger (notes)
+	// the first time its bytes are read here, so that prune, which
+	// deletes the bytes, never blanks it; a kept note is read instead of
+	// the bytes.
+	var shown []*item
+	var want []string
 	for _, rp := range byKey {
 		slices.SortStableFunc(rp.items, func(a, b item) int { return mirror.Newer(a.recent, b.recent) })
 		taken := map[string]int{}
 		for i := range rp.items {
 			it := &rp.items[i]
-			s := it.src
 			if taken[it.host] >= in.Limits.Count {
-				it.recent = recentOf(s, nil, decisions)
+				it.recent = recentOf(it.src, nil, decisions)
 				it.recent.Withheld = "not read: older than what RECENT.md shows"
 				continue
 			}
 			taken[it.host]++
-			h, ok := parsed[s.SHA256]
-			if !ok {
-				h = parse(in.Spool, s.SHA256)
-				parsed[s.SHA256] = h
-			}
-			it.recent = recentOf(s, h, decisions)
+			shown = append(shown, it)
+			want = append(want, it.src.SHA256)
 		}
+	}
+	kept, err := in.Ledger.Notes(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	var keep []ledger.Note
+	for _, it := range shown {
+		sha := it.src.SHA256
+		n, ok := kept[sha]
+		if !ok {
+			// Read once per content; a zero note means its bytes are gone.
+			if h := parse(in.Spool, sha); h != nil {
+				n = noteOf(sha, h)
+				keep = append(keep, n)
+			}
+			kept[sha] = n
+		}
+		if n.SHA256 == "" {
+			it.recent = recentOf(it.src, nil, decisions)
+		} else {
+			it.recent = recentOf(it.src, &n, decisions)
+		}
+	}
+	if err := in.Ledger.KeepNotes(ctx, keep); err != nil {
+		// Not fatal: the notes are kept at the next build.
+		in.Log.Warn("continuity: could not keep the notes RECENT.md shows", "err", err)
 	}
 	var repos []*repo
 	for _, rp := range byKey {
@@ -255,18 +281,36 @@ func parse(sp spool.Store, sha string) *ingest.Handoff {
 	return h
 }
 
-// recentOf is a source as RECENT.md shows it.
-func recentOf(s ledger.RepoSource, h *ingest.Handoff, ds []ledger.Decision) mirror.RecentHandoff {
+// noteOf is what RECENT.md may show of a parsed handoff: its text, or
+// only why it is withheld.
+func noteOf(sha string, h *ingest.Handoff) ledger.Note {
+	n := ledger.Note{SHA256: sha, Continues: ingest.ContinuesKey(h.Continues)}
+	if why := h.WithheldReason(); why != "" {
+		n.Withheld = why
+		return n
+	}
+	n.Type, n.Title, n.Summary = h.Type, h.Title, h.Summary
+	n.Facts = h.Sections[ingest.SectionDurableFacts]
+	if ingest.IsPlaceholder(n.Facts) {
+		n.Facts = ""
+	}
+	n.OpenQuestions, n.NextSteps = h.OpenQuestions, h.NextSteps
+	return n
+}
+
+// recentOf is a source as RECENT.md shows it, from the note kept of its
+// content (nil when none is kept and its bytes are gone).
+func recentOf(s ledger.RepoSource, n *ledger.Note, ds []ledger.Decision) mirror.RecentHandoff {
 	r := mirror.RecentHandoff{At: s.StoredAt, Host: s.Host, Harness: ingest.Harness(s.Inbox), Name: s.Name, SHA256: s.SHA256,
 		Continues: s.Continues, Became: became(s, ds)}
-	if h == nil {
-		r.Withheld = "its bytes are no longer in the spool"
+	if n == nil {
+		r.Withheld = "its text is no longer stored (pruned before a build kept it)"
 		return r
 	}
 	if r.Continues == "" {
-		r.Continues = ingest.ContinuesKey(h.Continues)
+		r.Continues = n.Continues
 	}
-	why := h.WithheldReason()
+	why := n.Withheld
 	if why == "" {
 		why = ingest.NameWithheldReason(s.Name, r.Continues)
 	}
@@ -274,12 +318,8 @@ func recentOf(s ledger.RepoSource, h *ingest.Handoff, ds []ledger.Decision) mirr
 		r.Withheld = why
 		return r
 	}
-	r.Type, r.Title, r.Summary = h.Type, h.Title, h.Summary
-	r.Facts = h.Sections[ingest.SectionDurableFacts]
-	if ingest.IsPlaceholder(r.Facts) {
-		r.Facts = ""
-	}
-	r.OpenQuestions, r.NextSteps = h.OpenQuestions, h.NextSteps
+	r.Type, r.Title, r.Summary, r.Facts = n.Type, n.Title, n.Summary, n.Facts
+	r.OpenQuestions, r.NextSteps = n.OpenQuestions, n.NextSteps
 	return r
 }
 

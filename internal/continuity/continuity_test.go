@@ -37,6 +37,7 @@ func handoffText(title string, extra ...string) string {
 // of one repository, a private repository on laptop and one under a
 // private discover root of vps.
 type world struct {
+	dir string
 	led *ledger.Ledger
 	sp  *spool.Dir
 	m   *manifest.Manifest
@@ -78,7 +79,7 @@ func newWorld(t testing.TB) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{led: led, sp: sp, m: m}
+	return &world{dir: dir, led: led, sp: sp, m: m}
 }
 
 // store stores a handoff as pulled from host's inbox and ingested with

@@ -11,8 +11,10 @@
 //     files; neither does a handoff of a host the manifest no longer
 //     names, nor anything about an inbox whose home is unknown when a
 //     private root is written with "~".
-//   - Build only reads (the ledger, the spool); Record writes only the
-//     ledger's inbox_repos and threads rows. Neither touches the
+//   - Build reads the ledger and the spool and writes only the ledger's
+//     notes rows (what RECENT.md shows of a handoff, kept the first time
+//     its bytes are read, so that prune never blanks RECENT.md); Record
+//     writes only the ledger's inbox_repos and threads rows. Neither touches the
 //     workspace's memory, and a failure of either is the caller's to log:
 //     it never blocks ingest.
 //   - No host pushes another's notes out: every bound of repos/ (rows
