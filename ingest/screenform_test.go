@@ -160,3 +160,32 @@ func TestNameWithheld(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScreenForm: the screens' form is stable and a spelling cannot undo
+// a match. Invariants: screenForm of its own output changes nothing; a
+// text the injection screen catches is still caught with its spaces made
+// no-break spaces, its words wrapped in emphasis, or a zero-width space
+// after each space.
+func FuzzScreenForm(f *testing.F) {
+	for _, s := range append(append(append([]string{"plain", "a__b ~~~ _x_ *y*"}, spellingBypasses...), exfiltrations...), safeguardsOff...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		form := screenForm(s)
+		if again := screenForm(form); again != form {
+			t.Fatalf("screenForm(%q) = %q, and again %q", s, form, again)
+		}
+		if _, what := injectionMatch(s); what == "" {
+			return
+		}
+		for _, v := range []string{
+			strings.ReplaceAll(s, " ", "\u00a0"),
+			strings.ReplaceAll(s, " ", " \u200b"),
+			"*" + strings.ReplaceAll(s, " ", "* *") + "*",
+		} {
+			if _, what := injectionMatch(v); what == "" {
+				t.Fatalf("%q is caught, %q is not", s, v)
+			}
+		}
+	})
+}
