@@ -94,7 +94,11 @@ func fold(s string, emphasis bool) string {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
-	s = norm.NFKD.String(s)
+	// Most handoffs are ASCII with some markdown: NFKD changes nothing
+	// there.
+	if !isASCII(s) {
+		s = norm.NFKD.String(s)
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	space := 0 // 1: a space is due, 2: a newline is due
@@ -151,4 +155,13 @@ func nextRune(s string) rune {
 
 func isLetterDigit(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
