@@ -140,6 +140,11 @@ type run struct {
 	// reposErr why they could not be built.
 	repoFiles map[string][]mirror.File
 	reposErr  error
+	// withhold are, per host, the cards and documents a private handoff
+	// of another host wrote (continuity.PrivateTargets); withholdErr why
+	// they could not be told.
+	withhold    map[string][]string
+	withholdErr error
 }
 
 // newRun checks the options and fills in their defaults, selects the
@@ -321,6 +326,13 @@ func (ru *run) recordRejects(ctx context.Context) {
 func (ru *run) continuity(ctx context.Context) {
 	ru.repoFiles, ru.reposErr = continuity.Run(context.WithoutCancel(ctx), ru.st.led, ru.st.spool, ru.opts.Manifest, ru.hosts, ru.reports,
 		continuity.EntrySHAs(ru.entries), ru.ing.Thread, ru.r.RunID, ru.opts.Now(), ru.ingErr == nil, ru.log)
+	if ru.st.led == nil {
+		return
+	}
+	ru.withhold, ru.withholdErr = continuity.PrivateTargets(context.WithoutCancel(ctx), ru.st.led, ru.opts.Manifest)
+	if ru.withholdErr != nil {
+		ru.log.Warn("could not tell which cards and documents private handoffs wrote", "err", ru.withholdErr)
+	}
 }
 
 // publish publishes the mirror of every host that kept its session,
@@ -350,11 +362,17 @@ func (ru *run) publish(ctx context.Context) {
 		case ru.reposErr != nil && h.Mirror.Includes(manifest.MirrorRepos):
 			sess.Close()
 			results[i] = &mirror.Result{Outcome: mirror.OutcomeError, Sent: []string{}, Removed: []string{}, Error: ru.reposErr.Error()}
+		case ru.withholdErr != nil && (h.Mirror.Includes(manifest.MirrorCards) || h.Mirror.Includes(manifest.MirrorDocuments)):
+			// Which cards are private is unknown: publish none.
+			sess.Close()
+			results[i] = &mirror.Result{Outcome: mirror.OutcomeError, Sent: []string{}, Removed: []string{},
+				Error: "could not tell which cards and documents private handoffs wrote; the mirror keeps what it had: " + ru.withholdErr.Error()}
 		default:
 			j := job
 			j.StateFile = mirror.StateFile(filepath.Join(ru.wsDir, layout.MirrorsDir), h.Name)
 			j.Adopt = adopt(h.Name)
 			j.Files = ru.repoFiles[h.Name]
+			j.Withhold = ru.withhold[h.Name]
 			res := sess.Publish(ctx, j)
 			if ctx.Err() != nil && res.Outcome != mirror.OutcomeOK {
 				interrupted[i] = true

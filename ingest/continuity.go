@@ -126,14 +126,36 @@ func (h *Handoff) WithheldReason() string {
 	}
 	text := strings.Join([]string{h.Title, h.Summary, sectionText(h.Sections, SectionDurableFacts),
 		strings.Join(h.OpenQuestions, "\n"), strings.Join(h.NextSteps, "\n")}, "\n")
-	lower := foldForTest(text)
-	for _, p := range injectionPatterns {
-		if mayMatch(lower, p.need) && p.re().MatchString(text) {
+	if _, what := injectionMatch(text); what != "" {
+		return ReasonInjectionLike
+	}
+	return ""
+}
+
+// NameWithheldReason returns why a handoff's file name or thread key may
+// not be shown to other hosts even reduced to a plain alphabet: it looks
+// like a secret, or its words (dashes, underscores and dots read as
+// spaces) tell the reading agent what the injection screen stops. ""
+// when it may be shown.
+func NameWithheldReason(names ...string) string {
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		if secretProblem(n) != nil {
+			return ReasonSecretLike
+		}
+		if !screenInjection {
+			continue
+		}
+		if _, what := injectionMatch(nameWords.Replace(n)); what != "" {
 			return ReasonInjectionLike
 		}
 	}
 	return ""
 }
+
+var nameWords = strings.NewReplacer("-", " ", "_", " ", ".", " ")
 
 // Harness returns the harness directory of an inbox path
 // (<repo>/<harness>/memory-handoffs), or "".

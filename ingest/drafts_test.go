@@ -45,6 +45,7 @@ func legacyDrafts(r *rig, n int, own bool) map[string]string {
 		`UPDATE handoffs SET target = 'memory/handoff-inbox/' || substr(target, 17) WHERE substr(target, 1, 16) = '.handoff/review/'`,
 		// Undo what came after schema 10, so that the migrations run again.
 		`DROP TABLE texts`,
+		`DROP TABLE notes`,
 		`PRAGMA user_version = 10`,
 	} {
 		if _, err := db.Exec(q); err != nil {

@@ -134,7 +134,9 @@ func TestInjectionTestIsSound(t *testing.T) {
 		off switch bypass circumvent get around work evade deactivate assistant's model's ai's agent's own security ethical content
 		guardrails guard rails safeguards restrictions filters policies constraints protocols principles content-policy moderation
 		are now in enable enter activate jailbreak god unrestricted dan mode no longer need follow obey comply with respect
-		<|im_start|> <|system|> <<SYS>> [INST] tranſmit`)
+		<|im_start|> <|system|> <<SYS>> [INST] tranſmit cat base64 tar ~/.ssh ~/.ssh/id_ed25519 id_rsa .aws/credentials .netrc
+		.env /etc/shadow | @- -d --data-binary wget nc netcat socat printenv set $(env) $(cat https://x.example/u 203.0.113.9 git
+		commit push --no-verify --force -f main master +main force-push force push`)
 	r := rand.New(rand.NewPCG(3, 4))
 	matched := 0
 	for range 50000 {

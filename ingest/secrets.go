@@ -32,9 +32,22 @@ var secretPatterns = []struct {
 	{"a Stripe live key", []string{"rk_live_", "sk_live_"}, lazyRegexp(`\b[rs]k_live_[0-9A-Za-z]{20,}`)},
 }
 
-// secretProblem reports the earliest secret-looking text in s. The message
+// secretProblem reports the earliest secret-looking text in s, as written
+// or in its screen form (secretForm: a token spelled in fullwidth or
+// lookalike letters, or broken by zero-width characters). The message
 // names the kind and line, never the value, because it lands in receipts.
 func secretProblem(s string) *Problem {
+	if p := secretMatch(s); p != nil {
+		return p
+	}
+	if f := secretForm(s); f != s {
+		return secretMatch(f)
+	}
+	return nil
+}
+
+// secretMatch is secretProblem on s as it is.
+func secretMatch(s string) *Problem {
 	at, what := -1, ""
 	for _, p := range secretPatterns {
 		if !hasMarker(s, p.markers, strings.HasPrefix(p.re().String(), `\b`)) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/handoff-sync/handoff/manifest"
@@ -35,6 +36,10 @@ type Job struct {
 	// Files are the host's repos/ files (internal/continuity), for a
 	// mirror that includes repos.
 	Files []File `json:"files,omitempty"`
+	// Withhold are workspace paths (cards, documents) this host's mirror
+	// must not hold: a private handoff of another host wrote them
+	// (continuity.PrivateTargets; docs/manifest.md).
+	Withhold []string `json:"withhold,omitempty"`
 }
 
 // MaxJobBytes bounds what a worker reads on stdin: its pull job, then a
@@ -62,6 +67,7 @@ func PublishHost(ctx context.Context, fsys transport.FS, h manifest.HostConfig, 
 	if err != nil {
 		return fail(err)
 	}
+	files = Withhold(files, job.Withhold)
 	home, err := fsys.Home(ctx)
 	if err != nil {
 		return fail(err)
@@ -96,4 +102,16 @@ func CanonicalName() string {
 		return h
 	}
 	return "the canonical host"
+}
+
+// Withhold returns files without those at the paths given.
+func Withhold(files []File, paths []string) []File {
+	if len(paths) == 0 {
+		return files
+	}
+	drop := map[string]bool{}
+	for _, p := range paths {
+		drop[p] = true
+	}
+	return slices.DeleteFunc(files, func(f File) bool { return drop[f.Path] })
 }

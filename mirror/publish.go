@@ -180,7 +180,7 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 	var (
 		wg        sync.WaitGroup
 		lists     = make([]listing, len(p.dirs))
-		maxListed = 2*len(files) + 1000
+		maxListed = p.listingBound(len(files))
 		rootErr   error
 	)
 	for i, d := range p.dirs {
@@ -250,6 +250,19 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 	if hasInfo && infoStale {
 		wg.Go(func() { hostInfo, infoErr = p.readInfo(ctx, infoFI) })
 	}
+	// Repository directories the host lists that this publish did not:
+	// emptied by a publish that stopped before removing them, or left by
+	// an older version. They are listed now, and removed when empty.
+	var (
+		strays    = p.strayDirs(lists)
+		strayList = make([]listing, len(strays))
+	)
+	for i, d := range strays {
+		wg.Go(func() {
+			ents, err := p.fsys.ReadDir(ctx, path.Join(dir, d), maxListed)
+			strayList[i] = listing{ents, err}
+		})
+	}
 	if p.root != nil {
 		// On a host whose LSTAT can be trusted, Prove asks nothing.
 		prove := func(rel string, fi transport.FileInfo) {
@@ -309,6 +322,10 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 		p.o.Log.Info("mirror: not removing what this workspace has not published", "host", p.o.Host, "dir", dir, "files", len(removes))
 		removes = nil
 	}
+	var rmdirs []string
+	if ours {
+		rmdirs = p.emptied(lists, strays, strayList, files, removes, leftovers)
+	}
 
 	changed := len(sends) > 0 || len(removes) > 0
 	gen := p.prev.Generation
@@ -328,6 +345,9 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 			res.Sent = append(res.Sent, InfoFile)
 		}
 		res.Removed = append(res.Removed, removes...)
+		for _, d := range rmdirs {
+			res.Removed = append(res.Removed, d+"/")
+		}
 		res.Generation = gen
 		return res, nil
 	}
@@ -364,6 +384,11 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 		for _, rel := range removes {
 			if p.removed[rel] {
 				res.Removed = append(res.Removed, rel)
+			}
+		}
+		for _, d := range rmdirs {
+			if p.removed[d+"/"] {
+				res.Removed = append(res.Removed, d+"/")
 			}
 		}
 		res.Generation = max(p.wrote, p.prev.Generation)
@@ -442,6 +467,21 @@ func (p *publisher) run(ctx context.Context) (res Result, err error) {
 		if err := p.root.Remove(ctx, rel, leftovers[rel]); err != nil && !errors.Is(err, transport.ErrNotExist) {
 			p.o.Log.Warn("mirror: could not remove a leftover temporary file", "host", p.o.Host, "file", p.root.Path(rel), "err", err)
 		}
+	}
+	// Emptied directories, deepest first: each is proved inside the
+	// root before it is removed, and the host removes only an empty one.
+	for _, d := range rmdirs {
+		err := p.root.Remove(ctx, d, transport.FileInfo{Name: path.Base(d), Mode: fs.ModeDir | 0o700})
+		if err != nil && !errors.Is(err, transport.ErrNotExist) {
+			if errors.Is(err, transport.ErrNotProven) {
+				return res, fmt.Errorf("left alone: %w", err)
+			}
+			p.o.Log.Warn("mirror: could not remove an emptied directory; the next publish tries again", "host", p.o.Host, "dir", p.root.Path(d), "err", err)
+			continue
+		}
+		p.mu.Lock()
+		p.removed[d+"/"] = true
+		p.mu.Unlock()
 	}
 	if infoStale {
 		info.Complete = true
@@ -632,4 +672,97 @@ func token() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// minListing is the least number of entries a listing of the mirror may
+// hold, whatever the sets of files: a mirror that shrank while the
+// record of the last publish was lost, or that an older version left
+// with emptied directories, is still read whole.
+const minListing = 10_000
+
+// maxStrays bounds the stray repository directories one publish lists
+// and removes; the next publish takes the rest.
+const maxStrays = 1000
+
+// listingBound is how many entries a listing of the mirror may hold:
+// twice the larger of the files this publish sends and those the last
+// publish to this directory left, plus room, and never less than
+// minListing. Sized from both, a mirror of any size shrinks.
+func (p *publisher) listingBound(files int) int {
+	held := files
+	if p.prev.Dir == p.dir {
+		held = max(held, len(p.prev.Files))
+	}
+	return max(2*held+1000, minListing)
+}
+
+// strayDirs are the directories the host lists in repos/ that this
+// publish does not list (layoutDirs): repository directories that a
+// publish emptied and did not get to remove, or that an older version
+// left. Names no repository has are left alone.
+func (p *publisher) strayDirs(lists []listing) []string {
+	i := slices.Index(p.dirs, ReposDir)
+	if i < 0 || lists[i].err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range lists[i].entries {
+		rel := path.Join(ReposDir, e.Name)
+		if e.IsDir() && manifest.IsRepoSlug(e.Name) && !slices.Contains(p.dirs, rel) {
+			out = append(out, rel)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > maxStrays {
+		out = out[:maxStrays]
+	}
+	return out
+}
+
+// emptied returns the directories of repos/ that this publish leaves
+// empty, deepest first: a repository directory none of files is in,
+// whose listing held only files this publish removes; a stray one
+// listed empty; and repos/ itself once nothing of it is left.
+func (p *publisher) emptied(lists []listing, strays []string, strayList []listing, files []File, removes []string, leftovers map[string]transport.FileInfo) []string {
+	gone := map[string]bool{}
+	for _, rel := range removes {
+		gone[rel] = true
+	}
+	for rel := range leftovers {
+		gone[rel] = true
+	}
+	kept := map[string]bool{} // directories a file of this publish is in
+	for _, f := range files {
+		for d := path.Dir(f.Path); d != "."; d = path.Dir(d) {
+			kept[d] = true
+		}
+	}
+	allGone := func(d string, ents []transport.FileInfo, dirsGone map[string]bool) bool {
+		for _, e := range ents {
+			rel := path.Join(d, e.Name)
+			if !gone[rel] && !dirsGone[rel] {
+				return false
+			}
+		}
+		return true
+	}
+	out := []string{}
+	removed := map[string]bool{}
+	for i, d := range p.dirs {
+		if path.Dir(d) == ReposDir && !kept[d] && lists[i].err == nil && allGone(d, lists[i].entries, nil) {
+			out = append(out, d)
+			removed[d] = true
+		}
+	}
+	for i, d := range strays {
+		if strayList[i].err == nil && len(strayList[i].entries) == 0 {
+			out = append(out, d)
+			removed[d] = true
+		}
+	}
+	slices.Sort(out)
+	if i := slices.Index(p.dirs, ReposDir); i >= 0 && !kept[ReposDir] && lists[i].err == nil && allGone(ReposDir, lists[i].entries, removed) {
+		out = append(out, ReposDir)
+	}
+	return out
 }

@@ -49,6 +49,10 @@ rejected. Once a rejection is older than --older-than, its bytes go like any
 other ingested handoff's (a malformed handoff's stay: they are the
 quarantine). It also removes the temporary files an earlier version's
 crashed run left in .handoff/spool, which no run looks for any more.
+What the mirror's repos/<slug>/RECENT.md shows of a handoff is kept in the
+ledger when a sync first builds it, so removing the bytes does not blank
+it; the output (and --dry-run's) says how many of the handoffs removed
+have such notes and what changes in repos/ for the others.
 The ledger's file keeps its size: SQLite reuses the space for
 the handoffs stored next. It holds the workspace lock like sync.
 --older-than is at least 1h; --dry-run lists every file it would remove
@@ -128,6 +132,9 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 		fmt.Fprintf(c.g.stdout, "%sstore: kept the bytes of %d %s that %s for a person or %s rejected less than %s ago (`handoff review --all`)\n",
 			prefix, r.Spool.Held, plural(r.Spool.Held, "handoff", "handoffs"), plural(r.Spool.Held, "waits", "wait"), plural(r.Spool.Held, "was", "were"), c.olderThan)
 	}
+	if r.Spool.Files > 0 {
+		fmt.Fprintf(c.g.stdout, "%srepos/: RECENT.md still shows what it showed of %d of them (their notes are in the ledger); %s\n", prefix, r.Spool.Notes, unkeptLine(r.Spool.Unkept, r.DryRun))
+	}
 	if r.Spool.Temps > 0 {
 		fmt.Fprintf(c.g.stdout, "%sstore: removed %d temporary %s an earlier version's crashed run left in %s\n",
 			prefix, r.Spool.Temps, plural(r.Spool.Temps, "file", "files"), layout.SpoolDir)
@@ -142,6 +149,19 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 		return silent(exitFailed)
 	}
 	return nil
+}
+
+// unkeptLine says what prune changes in repos/ for the contents whose
+// notes the ledger does not keep.
+func unkeptLine(n int, dryRun bool) string {
+	if n == 0 {
+		return "nothing in repos/ changes"
+	}
+	would := "will"
+	if dryRun {
+		would = "would"
+	}
+	return fmt.Sprintf("%d %s no notes in the ledger: any of them RECENT.md lists %s show as no longer stored", n, plural(n, "has", "have"), would)
 }
 
 // minPruneAge is the least --older-than prune accepts: a unit misread

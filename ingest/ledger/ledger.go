@@ -141,6 +141,8 @@ var migrations = []string{
 	migrationDrafts,
 	// 12: the normal texts of contents not in normal form (texts.go).
 	migrationTexts,
+	// 13: what RECENT.md shows of a handoff, kept past prune (notes.go).
+	migrationNotes,
 }
 
 // Plan states.

@@ -6,9 +6,11 @@ package ledger
 // (internal/continuity; docs/design.md, "Continuity").
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,23 +141,59 @@ type RepoSource struct {
 	SourceRecord
 	// Continues is the thread key it names (RecordThreads), "" for none.
 	Continues string
+	// InboxRows is how many rows RepoSources found of its inbox, those
+	// it left out included.
+	InboxRows int
 }
 
-// RepoSources returns the sources of inboxes with a recorded repository
-// stored at or after since, newest first, at most limit of them; `handoff
-// import processed` records (result legacy) are not among them.
-func (l *Ledger) RepoSources(ctx context.Context, since time.Time, limit int) ([]RepoSource, error) {
+// RepoSources returns, for each of hosts, that host's sources of inboxes
+// with a recorded repository stored at or after since (to the second),
+// newest first: of each inbox at most perInbox, the newest, and of each
+// host at most perHost. Each host's rows are its own share, so that no
+// host's rows push another's out. Rows that are no handoff never count
+// against a share and are not returned: malformed (the source or its
+// content), rejected, a copy of content another source brought, and
+// `handoff import processed` records (result legacy). Each row carries
+// how many rows of its inbox there are (InboxRows), so that a caller can
+// say what it was not given.
+func (l *Ledger) RepoSources(ctx context.Context, hosts []string, since time.Time, perInbox, perHost int) ([]RepoSource, error) {
+	var out []RepoSource
+	for _, host := range hosts {
+		rs, err := l.repoSources(ctx, host, since, perInbox, perHost)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	slices.SortFunc(out, func(a, b RepoSource) int { return cmp.Compare(b.ID, a.ID) })
+	return out, nil
+}
+
+// repoSources is one host's share of RepoSources. The filter is in the
+// query, so that a flood of junk is skipped by SQLite and never fills a
+// share, and only the rows asked for reach Go.
+func (l *Ledger) repoSources(ctx context.Context, host string, since time.Time, perInbox, limit int) ([]RepoSource, error) {
 	rows, err := l.db.QueryContext(ctx, `SELECT
-			t.id, t.sha256, t.size, t.host, t.inbox, t.name, t.archived_as, t.stored_at, t.stored_run, t.result, t.reason,
+			w.id, w.sha256, w.size, w.host, w.inbox, w.name, w.archived_as, w.stored_at, w.stored_run, w.result, w.reason,
 			h.source_id, h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256,
-			COALESCE(th.continues, '')
-		FROM sources t
-		JOIN inbox_repos r ON r.host = t.host AND r.inbox = t.inbox
-		LEFT JOIN handoffs h ON h.id = t.sha_id
-		LEFT JOIN threads th ON th.sha256 = t.sha256
-		WHERE t.result != ?
-		ORDER BY t.id DESC
-		LIMIT ?`, receipts.ResultLegacy, limit)
+			COALESCE(th.continues, ''), w.total
+		FROM (
+			SELECT t.*, row_number() OVER (PARTITION BY t.inbox ORDER BY t.id DESC) AS rn,
+				count(*) OVER (PARTITION BY t.inbox) AS total
+			FROM sources t
+			JOIN inbox_repos r ON r.host = t.host AND r.inbox = t.inbox
+			LEFT JOIN handoffs h ON h.id = t.sha_id
+			WHERE t.host = ? AND t.stored_at >= ?
+				AND t.result NOT IN (?, ?, ?)
+				AND (h.result IS NULL OR h.result != ?)
+				AND NOT (t.result = ? AND h.source_id IS NOT NULL AND h.source_id != t.id)
+		) w
+		LEFT JOIN handoffs h ON h.id = w.sha_id
+		LEFT JOIN threads th ON th.sha256 = w.sha256
+		WHERE w.rn <= ?
+		ORDER BY w.id DESC
+		LIMIT ?`, host, since.UTC().Format(time.RFC3339), receipts.ResultLegacy, receipts.ResultMalformed, receipts.ResultRejected,
+		receipts.ResultMalformed, receipts.ResultDuplicate, perInbox, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: repository sources: %w", err)
 	}
@@ -167,14 +205,10 @@ func (l *Ledger) RepoSources(ctx context.Context, since time.Time, limit int) ([
 		var hSource sql.NullInt64
 		var hResult, hReason, hAction, hTarget, hBefore, hAfter sql.NullString
 		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &storedAt, &s.StoredRun, &s.Result, &s.Reason,
-			&hSource, &hResult, &hReason, &hAction, &hTarget, &hBefore, &hAfter, &s.Continues); err != nil {
+			&hSource, &hResult, &hReason, &hAction, &hTarget, &hBefore, &hAfter, &s.Continues, &s.InboxRows); err != nil {
 			return nil, fmt.Errorf("ledger: repository sources: %w", err)
 		}
 		s.StoredAt = parseTime(storedAt)
-		if s.StoredAt.Before(since) {
-			// Sources are stored in id order: every later row is older.
-			break
-		}
 		if hSource.Valid {
 			s.Content = &ContentRecord{SourceID: hSource.Int64, Result: hResult.String, Reason: hReason.String, Action: hAction.String,
 				Target: hTarget.String, BeforeSHA256: hBefore.String, AfterSHA256: hAfter.String}

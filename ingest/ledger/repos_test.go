@@ -48,7 +48,7 @@ func TestRepoSources(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := l.RepoSources(ctx, time.Now().Add(-time.Hour), 100)
+	got, err := l.RepoSources(ctx, []string{"laptop", "desk"}, time.Now().Add(-time.Hour), 100, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +69,10 @@ func TestRepoSources(t *testing.T) {
 	if got[0].Content != nil || got[0].Result != "" {
 		t.Errorf("d.md is pending: %+v", got[0])
 	}
-	if got, _ := l.RepoSources(ctx, time.Now().Add(-time.Hour), 1); len(got) != 1 || got[0].Name != "d.md" {
+	if got, _ := l.RepoSources(ctx, []string{"laptop", "desk"}, time.Now().Add(-time.Hour), 1, 1); len(got) != 1 || got[0].Name != "d.md" {
 		t.Errorf("limit 1: %+v", got)
 	}
-	if got, _ := l.RepoSources(ctx, time.Now().Add(time.Hour), 100); len(got) != 0 {
+	if got, _ := l.RepoSources(ctx, []string{"laptop", "desk"}, time.Now().Add(time.Hour), 100, 100); len(got) != 0 {
 		t.Errorf("since in the future: %+v", got)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -15,13 +16,16 @@ import (
 	"github.com/handoff-sync/handoff/claim/spool"
 	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/repoid"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
 )
 
-// maxSources bounds the ledger rows one build reads: every repository's
-// RECENT.md at its count bound, with room for duplicates and threads.
+// maxSources bounds the ledger rows one build reads of each host (its
+// share): every repository's RECENT.md at its count bound, with room for
+// threads. Rows that are no handoff are not read (ledger.RepoSources),
+// so no host's junk or handoffs push another host's out.
 const maxSources = 4 * mirror.MaxRepos * 20
 
 // Input is what Build reads.
@@ -50,6 +54,7 @@ type repo struct {
 type row struct {
 	ledger.InboxRepo
 	private bool
+	unread  int // its handoffs in the window that were not read
 }
 
 // item is one handoff of a repository, with whether it is private to the
@@ -57,6 +62,7 @@ type row struct {
 type item struct {
 	host    string
 	private bool
+	src     ledger.RepoSource
 	recent  mirror.RecentHandoff
 }
 
@@ -111,6 +117,9 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		if !ok {
 			continue // a host the manifest no longer names: its privacy is unknown
 		}
+		// An origin an earlier version stored with a query, fragment or
+		// white space is cut or dropped: it is shown to every host.
+		r.Origin = repoid.Reduce(r.Origin)
 		entry := m.RepoFor(r.Host, r.Repo, r.Home, r.Origin)
 		key := keyOf(r, entry)
 		rp := byKey[key]
@@ -129,9 +138,29 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		repoOf[[2]string{r.Host, r.Inbox}] = rp
 	}
 
-	srcs, err := in.Ledger.RepoSources(ctx, in.Now.Add(-in.Limits.Age), maxSources)
+	srcs, err := in.Ledger.RepoSources(ctx, slices.Sorted(maps.Keys(hostCfg)), in.Now.Add(-in.Limits.Age), in.Limits.Count, maxSources)
 	if err != nil {
 		return nil, err
+	}
+	// What each inbox holds beyond the rows read, for RECENT.md's count
+	// of what it leaves out.
+	given := map[[2]string]int{}
+	for _, s := range srcs {
+		k := [2]string{s.Host, s.Inbox}
+		given[k]++
+		if rp := repoOf[k]; rp != nil {
+			for i := range rp.rows {
+				if rp.rows[i].Host == s.Host && rp.rows[i].Inbox == s.Inbox {
+					rp.rows[i].unread = s.InboxRows
+				}
+			}
+		}
+	}
+	for _, rp := range byKey {
+		for i := range rp.rows {
+			r := &rp.rows[i]
+			r.unread = max(r.unread-given[[2]string{r.Host, r.Inbox}], 0)
+		}
 	}
 	var review []string
 	for _, s := range srcs {
@@ -145,19 +174,10 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	parsed := map[string]*ingest.Handoff{}
 	seen := map[[2]string]bool{} // repo key, sha: one entry per content
 	for _, s := range srcs {
 		rp := repoOf[[2]string{s.Host, s.Inbox}]
 		if rp == nil || seen[[2]string{rp.key, s.SHA256}] || resultOf(s) == receipts.ResultMalformed {
-			continue
-		}
-		h, ok := parsed[s.SHA256]
-		if !ok {
-			h = parse(in.Spool, s.SHA256)
-			parsed[s.SHA256] = h
-		}
-		if h == nil && s.Result == receipts.ResultMalformed {
 			continue
 		}
 		seen[[2]string{rp.key, s.SHA256}] = true
@@ -167,7 +187,59 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 				private = r.private
 			}
 		}
-		rp.items = append(rp.items, item{host: s.Host, private: private, recent: recentOf(s, h, decisions)})
+		rp.items = append(rp.items, item{host: s.Host, private: private, src: s,
+			recent: mirror.RecentHandoff{At: s.StoredAt, Host: s.Host, SHA256: s.SHA256}})
+	}
+	// Only a host's first Count handoffs of a repository, in the order
+	// RECENT.md takes them (mirror.Newer), can be shown: only those are
+	// read and parsed, so an idle build's work does not grow with a
+	// repository's history.
+	// What RECENT.md shows of a handoff is kept in the ledger (notes)
+	// the first time its bytes are read here, so that prune, which
+	// deletes the bytes, never blanks it; a kept note is read instead of
+	// the bytes.
+	var shown []*item
+	var want []string
+	for _, rp := range byKey {
+		slices.SortStableFunc(rp.items, func(a, b item) int { return mirror.Newer(a.recent, b.recent) })
+		taken := map[string]int{}
+		for i := range rp.items {
+			it := &rp.items[i]
+			if taken[it.host] >= in.Limits.Count {
+				it.recent = recentOf(it.src, nil, decisions)
+				it.recent.Withheld = "not read: older than what RECENT.md shows"
+				continue
+			}
+			taken[it.host]++
+			shown = append(shown, it)
+			want = append(want, it.src.SHA256)
+		}
+	}
+	kept, err := in.Ledger.Notes(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	var keep []ledger.Note
+	for _, it := range shown {
+		sha := it.src.SHA256
+		n, ok := kept[sha]
+		if !ok {
+			// Read once per content; a zero note means its bytes are gone.
+			if h := parse(in.Spool, sha); h != nil {
+				n = noteOf(sha, h)
+				keep = append(keep, n)
+			}
+			kept[sha] = n
+		}
+		if n.SHA256 == "" {
+			it.recent = recentOf(it.src, nil, decisions)
+		} else {
+			it.recent = recentOf(it.src, &n, decisions)
+		}
+	}
+	if err := in.Ledger.KeepNotes(ctx, keep); err != nil {
+		// Not fatal: the notes are kept at the next build.
+		in.Log.Warn("continuity: could not keep the notes RECENT.md shows", "err", err)
 	}
 	var repos []*repo
 	for _, rp := range byKey {
@@ -211,8 +283,26 @@ func parse(sp spool.Store, sha string) *ingest.Handoff {
 	return h
 }
 
-// recentOf is a source as RECENT.md shows it.
-func recentOf(s ledger.RepoSource, h *ingest.Handoff, ds []ledger.Decision) mirror.RecentHandoff {
+// noteOf is what RECENT.md may show of a parsed handoff: its text, or
+// only why it is withheld.
+func noteOf(sha string, h *ingest.Handoff) ledger.Note {
+	n := ledger.Note{SHA256: sha, Continues: ingest.ContinuesKey(h.Continues)}
+	if why := h.WithheldReason(); why != "" {
+		n.Withheld = why
+		return n
+	}
+	n.Type, n.Title, n.Summary = h.Type, h.Title, h.Summary
+	n.Facts = h.Sections[ingest.SectionDurableFacts]
+	if ingest.IsPlaceholder(n.Facts) {
+		n.Facts = ""
+	}
+	n.OpenQuestions, n.NextSteps = h.OpenQuestions, h.NextSteps
+	return n
+}
+
+// recentOf is a source as RECENT.md shows it, from the note kept of its
+// content (nil when none is kept and its bytes are gone).
+func recentOf(s ledger.RepoSource, n *ledger.Note, ds []ledger.Decision) mirror.RecentHandoff {
 	r := mirror.RecentHandoff{At: s.StoredAt, Host: s.Host, Harness: ingest.Harness(s.Inbox), Name: s.Name, SHA256: s.SHA256,
 		Continues: s.Continues, Became: became(s, ds)}
 	for _, d := range ds {
@@ -220,23 +310,23 @@ func recentOf(s ledger.RepoSource, h *ingest.Handoff, ds []ledger.Decision) mirr
 			r.Edited = true // review edit wrote these bytes; no host had them
 		}
 	}
-	if h == nil {
-		r.Withheld = "its bytes are no longer in the spool"
+	if n == nil {
+		r.Withheld = "its text is no longer stored (pruned before a build kept it)"
 		return r
 	}
 	if r.Continues == "" {
-		r.Continues = ingest.ContinuesKey(h.Continues)
+		r.Continues = n.Continues
 	}
-	if why := h.WithheldReason(); why != "" {
+	why := n.Withheld
+	if why == "" {
+		why = ingest.NameWithheldReason(s.Name, r.Continues)
+	}
+	if why != "" {
 		r.Withheld = why
 		return r
 	}
-	r.Type, r.Title, r.Summary = h.Type, h.Title, h.Summary
-	r.Facts = h.Sections[ingest.SectionDurableFacts]
-	if ingest.IsPlaceholder(r.Facts) {
-		r.Facts = ""
-	}
-	r.OpenQuestions, r.NextSteps = h.OpenQuestions, h.NextSteps
+	r.Type, r.Title, r.Summary, r.Facts = n.Type, n.Title, n.Summary, n.Facts
+	r.OpenQuestions, r.NextSteps = n.OpenQuestions, n.NextSteps
 	return r
 }
 
@@ -409,6 +499,7 @@ func view(m *manifest.Manifest, repos []*repo, host string) []mirror.Repo {
 				continue
 			}
 			hosts[r.Host] = true
+			mr.Older += r.unread
 			switch {
 			case r.Origin == "":
 				p := manifest.RepoPath{Host: r.Host, Path: r.Repo}

@@ -37,6 +37,7 @@ func handoffText(title string, extra ...string) string {
 // of one repository, a private repository on laptop and one under a
 // private discover root of vps.
 type world struct {
+	dir string
 	led *ledger.Ledger
 	sp  *spool.Dir
 	m   *manifest.Manifest
@@ -61,7 +62,7 @@ repos:
     private: true
 `
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	dir := t.TempDir()
 	led, err := ledger.Open(filepath.Join(dir, "ledger.db"))
@@ -78,7 +79,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{led: led, sp: sp, m: m}
+	return &world{dir: dir, led: led, sp: sp, m: m}
 }
 
 // store stores a handoff as pulled from host's inbox and ingested with
@@ -301,7 +302,7 @@ func TestRecentOfEdited(t *testing.T) {
 		src    ledger.RepoSource
 		edited bool
 	}{{"edited", src, true}, {"pulled", pulled, false}} {
-		r := recentOf(tc.src, nil, []ledger.Decision{edit})
+		r := recentOf(tc.src, &ledger.Note{SHA256: sha, Title: "Deploy", Summary: "s"}, []ledger.Decision{edit})
 		if r.Edited != tc.edited {
 			t.Errorf("%s: Edited %v, want %v", tc.name, r.Edited, tc.edited)
 		}

@@ -11,11 +11,20 @@
 //     files; neither does a handoff of a host the manifest no longer
 //     names, nor anything about an inbox whose home is unknown when a
 //     private root is written with "~".
-//   - Build only reads (the ledger, the spool); Record writes only the
-//     ledger's inbox_repos and threads rows. Neither touches the
+//   - Build reads the ledger and the spool and writes only the ledger's
+//     notes rows (what RECENT.md shows of a handoff, kept the first time
+//     its bytes are read, so that prune never blanks RECENT.md); Record
+//     writes only the ledger's inbox_repos and threads rows. Neither touches the
 //     workspace's memory, and a failure of either is the caller's to log:
 //     it never blocks ingest.
-//   - Reads are bounded: at most maxSources ledger rows, spool files of
+//   - No host pushes another's notes out: every bound of repos/ (rows
+//     read, repositories kept, handoffs and bytes per RECENT.md) is a
+//     per-host share, and rows that are no handoff never count.
+//   - An idle build does not grow with a repository's history: of each
+//     inbox only the newest rows RECENT.md can show are read, only a
+//     host's first Count of a repository are parsed, and threads are
+//     grouped once by index (mirror.threads), never pair by pair.
+//   - Reads are bounded: at most maxSources ledger rows per host, spool files of
 //     at most maxHandoff bytes parsed, and the files mirror.ReposFiles
 //     bounds.
 package continuity

@@ -25,6 +25,12 @@ type SpoolResult struct {
 	// writer left in the legacy spool directory, removed (never in a dry
 	// run). Nothing writes there any more, so a run does not look.
 	Temps int `json:"temps"`
+	// Notes counts the contents removed whose notes (what RECENT.md of
+	// the mirror's repos/ shows of them) the ledger keeps: repos/ does
+	// not change for them. Unkept counts the others: RECENT.md shows any
+	// of them it lists as no longer stored.
+	Notes  int `json:"notes"`
+	Unkept int `json:"unkept"`
 }
 
 // SpoolOptions select the stored contents PruneSpool removes.
@@ -91,6 +97,11 @@ func Spool(ctx context.Context, l *ledger.Ledger, opts SpoolOptions) (SpoolResul
 		gone = append(gone, sha)
 		names = append(names, spool.Name(sha))
 	}
+	kept, err := l.NotesKept(ctx, gone)
+	if err != nil {
+		return res, err
+	}
+	res.Notes, res.Unkept = kept, len(gone)-kept
 	counted := map[string]bool{}
 	if opts.DryRun {
 		sizes, err := l.ContentSizes(ctx, gone)

@@ -1,6 +1,9 @@
 package repoid
 
-import "strings"
+import (
+	"bytes"
+	"strings"
+)
 
 // originURL returns the first url of [remote "origin"] in a git config
 // file's text, and whether there is one. It reads git's syntax as far as
@@ -33,15 +36,26 @@ func originURL(text string) (string, bool) {
 			continue
 		}
 		// A value may go on over the next lines, each ending in "\".
-		for strings.HasSuffix(value, "\\") && !strings.HasSuffix(value, "\\\\") && i+1 < len(lines) {
-			i++
-			value = value[:len(value)-1] + lines[i]
+		// Joined in one growing buffer: linear in the value's length.
+		if cont([]byte(value)) && i+1 < len(lines) {
+			buf := []byte(value)
+			for cont(buf) && i+1 < len(lines) {
+				i++
+				buf = append(buf[:len(buf)-1], lines[i]...)
+			}
+			value = string(buf)
 		}
 		if v := configValue(value); v != "" {
 			return v, true
 		}
 	}
 	return "", false
+}
+
+// cont reports whether a line of a value goes on on the next line: it
+// ends in a backslash that is not itself escaped.
+func cont(v []byte) bool {
+	return bytes.HasSuffix(v, []byte{'\\'}) && !bytes.HasSuffix(v, []byte{'\\', '\\'})
 }
 
 // section reads a section header, returning whether it is [remote

@@ -27,7 +27,8 @@ var schemes = map[string]bool{
 
 // Normalize returns the key of a remote URL as git config holds it:
 // host/path, the host lowercased, without scheme, user, password, port,
-// a trailing ".git" or slashes. "git@github.com:org/repo.git",
+// query, fragment, a trailing ".git" or slashes; one with white space in
+// it is refused (the key is shown to every host, Reduce). "git@github.com:org/repo.git",
 // "ssh://git@github.com:22/org/repo" and "https://github.com/org/repo/"
 // all give "github.com/org/repo". The path keeps its case.
 func Normalize(raw string) (string, error) {
@@ -80,8 +81,13 @@ func Normalize(raw string) (string, error) {
 			return "", ErrLocal // a Windows drive, C:\repo or C:/repo
 		}
 	}
+	// A query or fragment names no repository and may carry a token
+	// (?private_token=…): it is never part of the key.
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
 	host = strings.ToLower(host)
-	if host == "" || strings.ContainsAny(host, " \\/") {
+	if host == "" || strings.ContainsAny(host, " \\/?#") {
 		return "", fmt.Errorf("no host in the remote URL")
 	}
 	p = strings.ReplaceAll(p, "\\", "/")
@@ -92,6 +98,9 @@ func Normalize(raw string) (string, error) {
 		return "", errors.New("no repository path in the remote URL")
 	}
 	key := host + "/" + p
+	if strings.ContainsFunc(key, unicode.IsSpace) {
+		return "", errors.New("remote URL holds white space")
+	}
 	if len(key) > MaxKey {
 		return "", fmt.Errorf("remote URL normalizes to %d bytes (at most %d)", len(key), MaxKey)
 	}
@@ -103,4 +112,20 @@ func Normalize(raw string) (string, error) {
 // spaces other than the plain one.
 func badRune(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r != ' ' && unicode.IsSpace(r) || r == utf8.RuneError
+}
+
+// Reduce is a key as it may be shown to other hosts: a key an earlier
+// version stored is cut at a query or fragment (and a trailing ".git"),
+// and one with a user, white space or a control or format character is
+// dropped ("").
+func Reduce(key string) string {
+	if i := strings.IndexAny(key, "?#"); i >= 0 {
+		key = strings.TrimSuffix(strings.TrimRight(key[:i], "/"), ".git")
+	}
+	host, _, _ := strings.Cut(key, "/")
+	if key == "" || strings.Contains(host, "@") || !strings.Contains(key, "/") ||
+		!utf8.ValidString(key) || strings.ContainsFunc(key, func(r rune) bool { return badRune(r) || unicode.IsSpace(r) }) {
+		return ""
+	}
+	return key
 }

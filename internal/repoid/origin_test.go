@@ -99,3 +99,35 @@ func TestOriginURL(t *testing.T) {
 		}
 	}
 }
+
+// TestNormalizeDropsQuery: the key of a remote is shown to every host, so
+// it holds no query, fragment or white space. Invariant: a token in a
+// remote's query (?private_token=glpat-…) never reaches the key, the
+// slug, INDEX.md or RECENT.md.
+func TestNormalizeDropsQuery(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://gitlab.com/acme/app.git?private_token=glpat-abcdefghijklmnop": "gitlab.com/acme/app",
+		"https://gitlab.com/acme/app#frag":                                     "gitlab.com/acme/app",
+		"https://user:pw@gitlab.com/acme/app.git?x=1#y":                        "gitlab.com/acme/app",
+		"git@github.com:acme/app.git?t=1":                                      "github.com/acme/app",
+	} {
+		if got, err := Normalize(raw); err != nil || got != want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{"https://github.com/acme/my app", "https://github.com?x/acme/app"} {
+		if got, err := Normalize(raw); err == nil {
+			t.Errorf("Normalize(%q) = %q; want an error", raw, got)
+		}
+	}
+	for key, want := range map[string]string{
+		"gitlab.com/acme/app.git?private_token=glpat-x": "gitlab.com/acme/app",
+		"github.com/acme/app":                           "github.com/acme/app",
+		"github.com/acme/my app":                        "",
+		"github.com/acme/\u200bapp":                     "",
+	} {
+		if got := Reduce(key); got != want {
+			t.Errorf("Reduce(%q) = %q; want %q", key, got, want)
+		}
+	}
+}
