@@ -45,7 +45,7 @@ func newSyncCmd(g *globals) *cobra.Command {
 		RunE:  c.run,
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&c.hosts, "host", nil, "pull only this host (repeatable); the spool backlog is still ingested")
+	f.StringArrayVar(&c.hosts, "host", nil, "pull only this host (repeatable); handoffs stored by earlier runs are still ingested")
 	f.BoolVar(&c.dryRun, "dry-run", false, "show what would happen; write nothing anywhere")
 	f.BoolVar(&c.json, "json", false, "print the receipt as JSON on stdout")
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing but errors (no progress, no summary); the exit code tells how it went")

@@ -214,7 +214,7 @@ func recentOf(s ledger.RepoSource, h *ingest.Handoff, ds []ledger.Decision) mirr
 	r := mirror.RecentHandoff{At: s.StoredAt, Host: s.Host, Harness: ingest.Harness(s.Inbox), Name: s.Name, SHA256: s.SHA256,
 		Continues: s.Continues, Became: became(s, ds)}
 	if h == nil {
-		r.Withheld = "its bytes are no longer in the spool"
+		r.Withheld = "its bytes are no longer stored"
 		return r
 	}
 	if r.Continues == "" {
