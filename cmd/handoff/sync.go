@@ -115,7 +115,7 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 		Parallel: c.parallel, Log: c.g.logger(), Worker: self, Notifier: notifier,
 		Progress: live.Func(), AdoptMirrors: c.adopt,
 	})
-	live.Finish()
+	live.Finish(r)
 	if err != nil {
 		return err
 	}
