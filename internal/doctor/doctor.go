@@ -177,6 +177,9 @@ func Run(ctx context.Context, opts Options) *Report {
 	add(doctorWorkspace(ctx, ws, opts, facts)...)
 	rep.WorkspaceID = facts.workspaceID
 	add(doctorTimer(ctx))
+	if c, ok := doctorCron(); ok {
+		add(c)
+	}
 	add(doctorPin()...)
 	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts, facts) {
 		add(cs...)
