@@ -589,9 +589,12 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts 
 		c.Scope = scope
 		out = append(out, c)
 	}
+	var hostInfo *mirror.Info // the mirror's MIRROR.json, once the host is reached
 	if h.Mirror != nil {
 		// Last: its hints point at the host's checks above.
-		defer func() { out = append(out, withScope(doctorMirror(opts.workspace, h, opts), scope)) }()
+		defer func() {
+			out = append(out, withScope(doctorMirror(opts.workspace, h, opts, hostInfo, facts.workspaceID), scope))
+		}()
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
@@ -616,6 +619,9 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts 
 		how += ", " + time.Since(start).Round(time.Millisecond).String()
 	}
 	check(Check{Name: "reachable", Status: CheckOK, Message: "reachable (" + how + ")"})
+	if h.Mirror != nil {
+		hostInfo, _ = mirror.ReadHostInfo(ctx, fsys, h.Mirror.Path)
+	}
 
 	cfg := setup.ClaimConfig(h, opts.Log)
 	inboxes, err := claim.Discover(ctx, fsys, cfg)
