@@ -176,10 +176,11 @@ func run(ctx context.Context, w io.Writer, dir string, opts Options) error {
 	fmt.Fprintf(w, "Receipt: %s\n", filepath.Join(ws, filepath.FromSlash(layout.ReceiptsDir), r.RunID+".json"))
 	printHosts(w, dir, r)
 	printHandoffs(w, r)
-	if err := printTree(w, "Workspace "+ws, ws, filepath.FromSlash(layout.SpoolDir)); err != nil {
+	stored := map[string]string{layout.LedgerFile: fmt.Sprintf("(the ledger: runs, results, and the exact bytes of every handoff pulled, %d in this run)", r.Counts.Pulled)}
+	if err := printTree(w, "Workspace "+ws, ws, stored); err != nil {
 		return err
 	}
-	if err := printTree(w, "Laptop after the run (sources archived, never deleted) "+at(laptopCode), at(laptopCode), ""); err != nil {
+	if err := printTree(w, "Laptop after the run (sources archived, never deleted) "+at(laptopCode), at(laptopCode), nil); err != nil {
 		return err
 	}
 	if err := printMirror(w, at(laptopMirror), r); err != nil {
@@ -259,7 +260,7 @@ func printMirror(w io.Writer, dir string, r *receipts.Receipt) error {
 			}
 		}
 	}
-	if err := printTree(w, "Laptop's mirror of canonical memory (read-only, with exact hashes) "+dir, dir, ""); err != nil {
+	if err := printTree(w, "Laptop's mirror of canonical memory (read-only, with exact hashes) "+dir, dir, nil); err != nil {
 		return err
 	}
 	sums, err := os.ReadFile(filepath.Join(dir, mirror.SumsFile))
@@ -359,12 +360,11 @@ func dash(s string) string {
 	return s
 }
 
-// printTree prints the files under root as sorted relative paths, skipping
-// .git directories and the contents of the directory skip (relative to
-// root), which it only counts.
-func printTree(w io.Writer, title, root, skip string) error {
+// printTree prints the files under root as sorted relative paths,
+// skipping .git directories. A file named in notes (by its slash path
+// relative to root) is followed by its note.
+func printTree(w io.Writer, title, root string, notes map[string]string) error {
 	var files []string
-	skipped := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -373,27 +373,20 @@ func printTree(w io.Writer, title, root, skip string) error {
 		if err != nil {
 			return err
 		}
+		rel = filepath.ToSlash(rel)
 		switch {
 		case d.IsDir() && d.Name() == ".git":
-			files = append(files, filepath.ToSlash(rel)+"/ (git repository, not listed)")
+			files = append(files, rel+"/ (git repository, not listed)")
 			return filepath.SkipDir
-		case skip != "" && d.IsDir() && rel == skip:
-			n, err := countFiles(p)
-			if err != nil {
-				return err
-			}
-			skipped = n
-			return filepath.SkipDir
+		case !d.IsDir() && notes[rel] != "":
+			files = append(files, rel+" "+notes[rel])
 		case !d.IsDir():
-			files = append(files, filepath.ToSlash(rel))
+			files = append(files, rel)
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("demo: list %s: %w", root, err)
-	}
-	if skip != "" {
-		files = append(files, fmt.Sprintf("%s/ (%d stored handoffs, named by SHA-256, not listed)", filepath.ToSlash(skip), skipped))
 	}
 	slices.Sort(files)
 	fmt.Fprintf(w, "\n%s\n", title)
@@ -401,15 +394,4 @@ func printTree(w io.Writer, title, root, skip string) error {
 		fmt.Fprintf(w, "  %s\n", f)
 	}
 	return nil
-}
-
-func countFiles(dir string) (int, error) {
-	n := 0
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			n++
-		}
-		return err
-	})
-	return n, err
 }

@@ -44,7 +44,7 @@ func newWorld(t *testing.T) *world {
 // init`: every command that writes refuses a directory without one.
 func initWorkspace(t *testing.T, ws string) {
 	t.Helper()
-	out, err := exec.Command(binary(), "init", "--workspace", ws).CombinedOutput()
+	out, err := exec.Command(binary(), "init", "--workspace", ws, "--new-memory").CombinedOutput()
 	if err != nil {
 		t.Fatalf("handoff init --workspace %s: %v\n%s", ws, err, out)
 	}

@@ -4,17 +4,23 @@ package e2e
 // server that plays healthchecks.io.
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/handoff-sync/handoff/internal/failpoint"
 )
 
 // pingServer records every request it gets; with hang set it never answers
@@ -262,4 +268,64 @@ func TestHeartbeatStartOverlapsTheRun(t *testing.T) {
 		t.Errorf("receipt outcome %s notify %+v", rc.Outcome, rc.Notify)
 	}
 	w.checkConverged(nil, mixedResults)
+}
+
+// TestHeartbeatInterrupted: a run stopped by SIGINT mid-pull still sends
+// its finish ping, to URL/fail, after the start ping (issue 48, item 16:
+// the ping used the run's cancelled context and never left). Invariant:
+// the monitor hears how every run that started ended, interrupted ones
+// included, and the receipt says the ping went out.
+func TestHeartbeatInterrupted(t *testing.T) {
+	ps := startPingServer(t, false)
+	w, env := heartbeatWorld(t, "notify: {ping_url: "+ps.url+"}\n")
+	const fp = "store.recorded@1"
+	cmd := exec.Command(binary(), "sync", "--manifest", w.manifest, "-v", "--log-format", "json")
+	cmd.Env = append(slices.Clone(env), failpoint.Env+"="+fp+":pause")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	paused, read := make(chan struct{}), make(chan struct{})
+	var lines []string
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		once := false
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if !once && strings.Contains(sc.Text(), "failpoint: paused at store.recorded") {
+				once = true
+				close(paused)
+			}
+		}
+	}()
+	select {
+	case <-paused:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-read
+		cmd.Wait()
+		t.Fatalf("the pull never paused at %s:\n%s", fp, strings.Join(lines, "\n"))
+	}
+	cmd.Process.Signal(os.Interrupt)
+	<-read
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("interrupted sync: %v, want exit 1\n%s", err, strings.Join(lines, "\n"))
+	}
+	hits := ps.got()
+	if len(hits) != 2 || hits[0].path != "/0b6e5a52-check/start" || hits[1].path != "/0b6e5a52-check/fail" {
+		t.Fatalf("pings %+v, want /start, then /fail", hits)
+	}
+	if !strings.HasPrefix(hits[1].body, "Pulled ") {
+		t.Errorf("fail ping body %q, want the run's summary", hits[1].body)
+	}
+	if rc := latestReceipt(t, w.ws); !rc.Interrupted || !rc.Notify.OK {
+		t.Errorf("receipt interrupted %v notify %+v, want an interrupted run whose ping went out", rc.Interrupted, rc.Notify)
+	}
 }

@@ -590,7 +590,7 @@ func TestContinuityOverOpenSSH(t *testing.T) {
 		}
 	}
 	for _, in := range receiptHost(t, rc, "laptop").Inboxes {
-		if strings.Contains(in.Path, "code/shop") && (in.Repo == nil || in.Repo.Origin != "github.com/Acme/shop" || in.Repo.Path != laptop.path("code/shop")) {
+		if strings.Contains(in.Path, "code/shop") && (in.Repo == nil || in.Repo.Origin != "github.com/acme/shop" || in.Repo.Path != laptop.path("code/shop")) {
 			t.Errorf("the laptop's shop inbox: repo %+v", in.Repo)
 		}
 	}
@@ -676,7 +676,7 @@ func TestContinuityOverOpenSSH(t *testing.T) {
 			t.Errorf("%s: HANDOFF.md names handoff context: %v", h.name, !(h.name != "ci"))
 		}
 	}
-	if idx, _ := os.ReadFile(filepath.Join(server.mirror, "repos/INDEX.md")); !strings.Contains(string(idx), "| github.com/Acme/shop | [shop](shop/RECENT.md) | laptop |") {
+	if idx, _ := os.ReadFile(filepath.Join(server.mirror, "repos/INDEX.md")); !strings.Contains(string(idx), "| github.com/acme/shop | [shop](shop/RECENT.md) | laptop |") {
 		t.Errorf("the server's INDEX.md:\n%s", idx)
 	}
 

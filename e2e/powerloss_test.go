@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"database/sql"
+	binenc "encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -139,8 +140,9 @@ type plAnalysis struct {
 	receipt  string // absolute path of the run's receipt
 	final    map[string][]byte
 	// commit maps a row pattern to the index of the WAL fsync that first
-	// made a page holding it durable (syntactically: the first fsync of
-	// the WAL after the first frame write that carries it).
+	// made a commit holding it durable (syntactically: the first fsync of
+	// the WAL that started after the commit frame of the first
+	// transaction that carries it was written).
 	commit map[string]int
 	// renamed maps a rename's index to the SHA-256 of the content it put
 	// in place.
@@ -234,18 +236,40 @@ func plAnalyze(t *testing.T, w *world, ops []fsrecord.Op, pre map[string][]byte)
 		patterns = append(patterns, r.pattern())
 	}
 	patterns = append(patterns, a.receipt)
-	written := map[string]bool{}
+	// A row is committed once the commit frame of its transaction is
+	// written: SQLite writes a frame's 24-byte header, then its page, and
+	// a commit frame's header holds the database size (bytes 4-7) where
+	// other frames hold 0. The commit point is then the first fsync of
+	// the WAL that started after that write returned: only an fsync
+	// started later is sure to cover it. Another connection's fsync (a
+	// checkpoint's) can come in the middle of a transaction's frames, or
+	// be under way while they are written; counting either made this test
+	// depend on the machine's load.
+	pending := map[string]bool{}  // in frames of a transaction not yet committed
+	committed := map[string]int{} // pattern: the log line where its commit frame's write returned
+	commitFrame := false          // the last header written was a commit frame's
 	for i, o := range ops {
 		if o.Call == "pwrite64" && o.Path == a.wal && o.Ret > 0 {
+			if o.Ret == 24 && len(o.Data) == 24 {
+				commitFrame = binenc.BigEndian.Uint32(o.Data[4:8]) != 0
+				continue
+			}
 			for _, p := range patterns {
-				if !written[p] && bytes.Contains(o.Data, []byte(p)) {
-					written[p] = true
+				if _, done := committed[p]; !done && bytes.Contains(o.Data, []byte(p)) {
+					pending[p] = true
 				}
+			}
+			if commitFrame {
+				for p := range pending {
+					committed[p] = o.Done
+				}
+				clear(pending)
+				commitFrame = false
 			}
 		}
 		if o.IsSync() && o.Path == a.wal {
-			for p := range written {
-				if _, ok := a.commit[p]; !ok {
+			for p, done := range committed {
+				if _, ok := a.commit[p]; !ok && o.Line > done {
 					a.commit[p] = i
 				}
 			}

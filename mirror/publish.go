@@ -505,7 +505,9 @@ type ForeignError struct {
 }
 
 func (e *ForeignError) Error() string {
-	return fmt.Sprintf("%s belongs to workspace %s, not to this workspace %s; nothing written or removed (hint: if this workspace is to take it over, run handoff sync --adopt-mirror %s once; see docs/mirror.md)",
+	return fmt.Sprintf("the manifest may name the wrong workspace: %s belongs to workspace %s, not to this workspace %s; nothing written or removed "+
+		"(hint: if workspace: in the manifest has a typo, fix it to name the workspace that owns the mirror; only if this workspace is to take the mirror over, "+
+		"run handoff sync --adopt-mirror %s once; see docs/mirror.md)",
 		e.Dir, e.Theirs, e.Ours, e.Host)
 }
 

@@ -7,7 +7,10 @@
 //
 // Guarantees:
 //   - One ping never takes longer than Options.Total, retries and backoff
-//     included, and never longer than the caller's context allows.
+//     included. Start never takes longer than the caller's context
+//     allows; Finish is sent even after the caller's context was
+//     cancelled (an interrupted run still reports how it ended), within
+//     Options.Total.
 //   - Connection errors and 5xx answers are retried at most Options.Retries
 //     times with a short, capped backoff; 4xx answers and TLS certificate
 //     errors are not retried.

@@ -116,7 +116,11 @@ func (p *Pinger) Start(ctx context.Context) error {
 }
 
 // Finish pings URL (ok) or URL/fail (not ok) with summary as the body.
+// It goes out even when ctx is already done: a run stopped by SIGINT or
+// SIGTERM ends with a cancelled context, and the monitor must still hear
+// how it ended. Options.Total alone bounds it then.
 func (p *Pinger) Finish(ctx context.Context, ok bool, summary string) error {
+	ctx = context.WithoutCancel(ctx)
 	if ok {
 		return p.ping(ctx, p.base, summary)
 	}

@@ -224,6 +224,38 @@ func TestCallerContext(t *testing.T) {
 	}
 }
 
+// TestFinishAfterCancel: the run's context is cancelled by SIGINT before
+// the finish ping; the ping still reaches the monitor (issue 48, item
+// 16). Invariant: an interrupted run's end is never silent to the
+// monitor while it answers.
+func TestFinishAfterCancel(t *testing.T) {
+	rec, url := serve(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := newPinger(t, url, notify.Options{}).Finish(ctx, false, "interrupted"); err != nil {
+		t.Fatalf("Finish after cancel: %v", err)
+	}
+	if got := rec.got(); len(got) != 1 || got[0].path != "/ping/abc-123/fail" || got[0].body != "interrupted" {
+		t.Fatalf("the monitor saw %+v, want one /fail with the summary", got)
+	}
+}
+
+// TestFinishAfterCancelIsBounded: that finish ping still ends within
+// Options.Total when the monitor does not answer. A server that never
+// answers, and a Total of 50ms; the test waits for the error, not a
+// clock.
+func TestFinishAfterCancelIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	t.Cleanup(func() { close(release); srv.Close() })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := newPinger(t, srv.URL, notify.Options{Total: 50 * time.Millisecond, Retries: -1}).Finish(ctx, true, "")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v, want the ping's own deadline", err)
+	}
+}
+
 func TestNewRejects(t *testing.T) {
 	for _, u := range []string{"", "hc-ping.com/x", "ftp://hc-ping.com/x", "file:///etc/passwd", "https://", "://x", "https://user:secret@:80/x"} {
 		_, err := notify.New(u, notify.Options{})

@@ -18,6 +18,14 @@
 //     line does the same with the pin in the line, so a binary that was
 //     replaced, changed or removed is never started (see docs/design.md,
 //     "The timer's pin").
+//   - A cron line with a log (Job.Log, [CronLog]) appends every run's
+//     output, the pin check's included, to that file between a start
+//     line and an exit line, exits with the run's status, and moves the
+//     file to ".1" before a run once it is over [CronLogMax]: the log
+//     never holds much more than twice that. [ReadCronLog] reads only
+//     its last 64 KiB.
+//   - [UserManager] tells whether systemctl --user can reach a user
+//     manager, from $XDG_RUNTIME_DIR, without running anything.
 //   - [Install] writes the pin, then the service, then the timer, each
 //     durably (temporary file, fsync, rename, directory fsync), so a crash
 //     never leaves a half-written unit, a service without its pin, or a

@@ -140,6 +140,9 @@ type Job struct {
 	// SHA256Sum is the absolute path of sha256sum; DefaultSHA256Sum when
 	// empty.
 	SHA256Sum string
+	// Log, when set, is the absolute path of the file the cron line
+	// keeps each run's output in (CronLog); else the output is dropped.
+	Log string
 }
 
 // HashFile is the hex SHA-256 of the file at path, for Job.SHA256.
@@ -264,8 +267,10 @@ WantedBy=timers.target
 `, Format(j.Every), cal, int(delay/time.Second)), nil
 }
 
-// CronLine renders a crontab line equivalent to the timer. Output is
-// discarded: every run writes a receipt and latest.log in the workspace.
+// CronLine renders a crontab line equivalent to the timer. With j.Log,
+// each run's output (and the pin check's) is appended to that file,
+// framed by a start and an exit line, and the file moves to Log+".1"
+// once over CronLogMax; without it, output is discarded.
 func (j Job) CronLine() (string, error) {
 	sched, err := CronSchedule(j.Every)
 	if err != nil {
@@ -293,6 +298,12 @@ func (j Job) CronLine() (string, error) {
 		// binary still hashes to it.
 		cmd = "echo " + quote([]string{strings.TrimSuffix(pin, "\n")}) + " | " +
 			quote([]string{j.sha256sum(), "--check", "--strict", "--quiet"}) + " && " + cmd
+	}
+	if j.Log != "" {
+		if !filepath.IsAbs(j.Log) || strings.ContainsFunc(j.Log, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return "", fmt.Errorf("timer: cron log %q: want an absolute path without control characters", j.Log)
+		}
+		return sched + " " + cronLogged(cmd, j.Log, quote), nil
 	}
 	return sched + " " + cmd + " >/dev/null 2>&1", nil
 }

@@ -58,7 +58,7 @@ func newHostsCmd(g *globals) *cobra.Command {
 	}
 	trust.Flags().BoolVar(&yes, "yes", false, "trust without asking (after checking the fingerprint out of band)")
 	trust.Flags().StringVar(&manifestPath, "manifest", "", "writers manifest (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
-	cmd.AddCommand(trust)
+	cmd.AddCommand(trust, newHostsListCmd(g))
 	return cmd
 }
 

@@ -38,7 +38,11 @@ processed/ directory of each inbox a sync would pull, hashes every plain *.md
 regular file in it (at most max_file_size bytes), and records each in the
 ledger as ingested before, result legacy. A copy of the same bytes that turns
 up in an inbox later (a sync tool's conflict copy, a restore from backup) is
-then a duplicate and is not applied again. Nothing on the hosts changes and no
+then a duplicate and is not applied again. A handoff another workspace applied
+is never recorded as this one's: a host whose mirror (MIRROR.json) belongs to
+another workspace is refused, and a file whose bytes the ledger of a workspace
+near this one (a typo of its name, one below it) knows is skipped as
+applied-elsewhere. Nothing on the hosts changes and no
 memory is written; files the ledger already knows are left as they are. It
 writes a receipt of mode import (.handoff/receipts/<run-id>.json, not
 latest.json) listing every file recorded. --dry-run counts and writes nothing.
@@ -72,7 +76,12 @@ func (c *importCmd) run(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	for _, h := range r.Hosts {
-		if h.Error != "" {
+		switch {
+		case h.ForeignMirror != "":
+			fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\nhint: the manifest may name the wrong workspace: if workspace: has a typo, fix it and import into the workspace that syncs %s; "+
+				"only if this workspace is to take %s over, run `handoff sync --adopt-mirror %s` first, then import again\n",
+				h.Name, printable(h.Error), h.Name, h.Name, h.Name)
+		case h.Error != "":
 			fmt.Fprintf(c.g.stderr, "handoff: host %s: %s\nhint: nothing was recorded for %s; fix the host (`handoff doctor` checks it) and import again: what is recorded already stays as it is\n",
 				h.Name, printable(h.Error), h.Name)
 		}
@@ -95,6 +104,10 @@ func (c *importCmd) run(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintf(c.g.stdout, "%s%s: %s %d legacy %s from %d %s (%s), %d already in the ledger%s\n", prefix, h.Name, verb,
 				h.Recorded, plural(h.Recorded, "handoff", "handoffs"), h.Inboxes, plural(h.Inboxes, "inbox", "inboxes"),
 				formatBytes(h.Bytes), h.Known, skipped(h.Skipped))
+			if n := h.Skipped[legacy.SkipElsewhere]; n > 0 {
+				fmt.Fprintf(c.g.stdout, "%s%s: %d %s in processed/ %s applied by another workspace (its ledger has %s: %s), not recorded here\n", prefix, h.Name,
+					n, plural(n, "handoff", "handoffs"), plural(n, "was", "were"), plural(n, "it", "them"), strings.Join(h.Elsewhere, ", "))
+			}
 		}
 		if r.Receipt != "" {
 			fmt.Fprintf(c.g.stdout, "Receipt: %s\n", r.Receipt)

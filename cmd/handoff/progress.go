@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // redrawEvery throttles the live block: at most this many redraws a second.
@@ -102,6 +103,11 @@ func (p *liveProgress) Update(hp handoff.HostProgress) {
 	if !slices.Contains(p.order, hp.Host) {
 		p.order = append(p.order, hp.Host)
 	}
+	if ended(p.hosts[hp.Host].State) && !ended(hp.State) {
+		// A worker's last "pulling", relayed from its log, can come
+		// after the run said the host is done: the end state stays.
+		return
+	}
 	p.hosts[hp.Host] = hp
 	p.dirty = true
 	if p.drawn > 0 {
@@ -124,9 +130,23 @@ func (p *liveProgress) tick() {
 	}
 }
 
+// ended reports whether a host's state is one its pull ends in.
+func ended(state string) bool {
+	switch state {
+	case "done", "partial", "error", "stopped":
+		return true
+	}
+	return false
+}
+
 // Finish draws the final state (once, if anything changed since the last
-// redraw) and stops redrawing. Later updates are ignored.
-func (p *liveProgress) Finish() {
+// redraw) and stops redrawing; later updates are ignored. Given the run's
+// receipt, each host's line is what the receipt says of it, so that no
+// line is left at "pulling" whatever order the updates came in; a host
+// without an end state that the receipt does not list (the run stopped
+// first, or failed and has no receipt) reads "stopped". A block never
+// drawn stays undrawn.
+func (p *liveProgress) Finish(r *receipts.Receipt) {
 	if p == nil {
 		return
 	}
@@ -140,9 +160,48 @@ func (p *liveProgress) Finish() {
 		p.timer.Stop()
 		p.timer = nil
 	}
+	if p.drawn == 0 && !p.dirty {
+		return
+	}
+	for _, h := range p.order {
+		end, ok := endState(r, h)
+		if !ok {
+			if ended(p.hosts[h].State) {
+				continue
+			}
+			end = p.hosts[h]
+			end.State = "stopped"
+		}
+		if end != p.hosts[h] {
+			p.hosts[h] = end
+			p.dirty = true
+		}
+	}
 	if p.dirty {
 		p.draw()
 	}
+}
+
+// endState is host's line as the receipt r records it; false when r is
+// nil or does not list the host.
+func endState(r *receipts.Receipt, host string) (handoff.HostProgress, bool) {
+	if r == nil {
+		return handoff.HostProgress{}, false
+	}
+	for _, h := range r.Hosts {
+		if h.Name != host {
+			continue
+		}
+		hp := handoff.HostProgress{Host: host, State: "done", Inboxes: len(h.Inboxes), Pulled: h.Stored}
+		switch h.Outcome {
+		case receipts.HostPartial:
+			hp.State, hp.Err = "partial", h.Error
+		case receipts.HostError:
+			hp.State, hp.Err = "error", h.Error
+		}
+		return hp, true
+	}
+	return handoff.HostProgress{}, false
 }
 
 // draw rewrites the block: up to its first line, then each line cleared and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff"
+	"github.com/handoff-sync/handoff/receipts"
 )
 
 // syncBuffer is a bytes.Buffer safe for the renderer's timer goroutine.
@@ -125,8 +126,8 @@ func TestLiveProgressRedrawsInPlace(t *testing.T) {
 	}
 	p.Update(handoff.HostProgress{Host: "laptop", State: "done", Inboxes: 3, Pulled: 12})
 	p.Update(handoff.HostProgress{Host: "vps", State: "error", Inboxes: 1, Err: "dial: refused\x1b[31m\nhint: trust it"})
-	p.Finish()
-	p.Finish()
+	p.Finish(nil)
+	p.Finish(nil)
 	p.Update(handoff.HostProgress{Host: "vps", State: "pulling"}) // after Finish: ignored
 	all := out.String()
 	if n := strings.Count(all, "\x1b[2A"); n != 1 {
@@ -155,13 +156,59 @@ func TestLiveProgressThrottledRedraw(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	before := out.String()
-	p.Finish() // nothing new since the timed redraw: no final draw
-	if out.String() != before {
-		t.Fatalf("Finish redrew an unchanged block")
-	}
-	if got := screen(t, out.String()); len(got) != 1 || !strings.Contains(got[0], "pulling") {
+	p.Finish(nil) // no receipt: the run failed, and the line says it stopped
+	if got := screen(t, out.String()); len(got) != 1 || !strings.Contains(got[0], "stopped") || !strings.Contains(got[0], "inboxes 7") {
 		t.Fatalf("screen: %q", got)
+	}
+}
+
+// TestLiveProgressEndsAtEndState: the final render shows every host's end
+// state, whatever order updates came in (issue 48, item 7: three runs in
+// four were left at "pulling"). Invariant: after Finish with the
+// receipt, no line reads "pulling" or "connecting", and each line is the
+// receipt's outcome for its host. No timers: the interval is an hour and
+// every draw is the first one or Finish's.
+func TestLiveProgressEndsAtEndState(t *testing.T) {
+	var out syncBuffer
+	p := newLiveProgress(&out, []string{"laptop", "vps", "nas", "gone"}, func() int { return 200 })
+	p.interval = time.Hour
+	for _, h := range []string{"laptop", "vps", "nas", "gone"} {
+		p.Update(handoff.HostProgress{Host: h, State: "connecting"})
+	}
+	// laptop: the run's "done" first, then the worker's last relayed
+	// "pulling" (the race a terminal showed).
+	p.Update(handoff.HostProgress{Host: "laptop", State: "done", Inboxes: 2, Pulled: 5})
+	p.Update(handoff.HostProgress{Host: "laptop", State: "pulling", Inboxes: 2, Pulled: 4})
+	// vps: its end update never came (a run stopped while it pulled).
+	p.Update(handoff.HostProgress{Host: "vps", State: "pulling", Inboxes: 1, Pulled: 1})
+	// nas: ended in error. gone: not in the receipt, never ended.
+	p.Update(handoff.HostProgress{Host: "nas", State: "error", Err: "dial: refused"})
+	r := &receipts.Receipt{Hosts: []receipts.Host{
+		{Name: "laptop", Outcome: "ok", Stored: 5, Inboxes: make([]receipts.Inbox, 2)},
+		{Name: "vps", Outcome: receipts.HostPartial, Stored: 1, Inboxes: make([]receipts.Inbox, 1), Error: "run canceled"},
+		{Name: "nas", Outcome: receipts.HostError, Error: "dial: refused"},
+	}}
+	p.Finish(r)
+	got := screen(t, out.String())
+	want := []string{
+		"  laptop  done        inboxes 2     pulled 5",
+		"  vps     partial     inboxes 1     pulled 1     run canceled",
+		"  nas     error       inboxes 0     pulled 0     dial: refused",
+		"  gone    stopped     inboxes 0     pulled 0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("screen:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLiveProgressUndrawnStaysUndrawn: a run that failed before any host
+// moved (the lock was held) prints no block at Finish.
+func TestLiveProgressUndrawnStaysUndrawn(t *testing.T) {
+	var out syncBuffer
+	p := newLiveProgress(&out, []string{"a", "b"}, nil)
+	p.Finish(nil)
+	if out.String() != "" {
+		t.Fatalf("Finish drew a block no update started: %q", out.String())
 	}
 }
 
@@ -171,7 +218,7 @@ func TestLiveProgressNewHostAndNarrowTerminal(t *testing.T) {
 	p.interval = 0
 	p.Update(handoff.HostProgress{Host: "a", State: "connecting"})
 	p.Update(handoff.HostProgress{Host: "unlisted", State: "done", Pulled: 1})
-	p.Finish()
+	p.Finish(nil)
 	got := screen(t, out.String())
 	if len(got) != 2 {
 		t.Fatalf("screen: %q", got)
@@ -189,7 +236,7 @@ func TestNilProgressIsInert(t *testing.T) {
 		t.Fatal("a nil renderer must give Sync no callback")
 	}
 	p.Update(handoff.HostProgress{Host: "a"})
-	p.Finish()
+	p.Finish(nil)
 }
 
 // TestNoProgressWithoutTerminal: a buffer (no terminal), --json/--quiet and

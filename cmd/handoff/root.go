@@ -59,6 +59,8 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	}
 	requireSubcommand(root)
 	typedArgs(root)
+	expandPathFlags(root)
+	versionFlag(root)
 	return root
 }
 

@@ -117,7 +117,7 @@ func (c *syncCmd) run(cmd *cobra.Command, _ []string) error {
 		Parallel: c.parallel, Log: c.g.logger(), Worker: self, Notifier: notifier,
 		Progress: live.Func(), AdoptMirrors: c.adopt, ListInboxes: c.listInboxes,
 	})
-	live.Finish()
+	live.Finish(r)
 	if err != nil {
 		return err
 	}

@@ -65,11 +65,19 @@ so a replaced binary is refused rather than run (the cron line carries the
 same check). After upgrading handoff, run timer install again; handoff doctor
 reports a pin that no longer matches.
 
+Units need a systemd user session (systemctl --user reaches the user manager
+through $XDG_RUNTIME_DIR). Without one, as on a server reached over ssh
+without lingering, install writes nothing, says so, and points at --cron.
+
 --every takes an interval that divides an hour or a day evenly: ` + timer.Valid + `.
 --print shows the units instead of writing them; --cron prints an equivalent
-crontab line instead (add it with crontab -e).`,
-		Args: cobra.NoArgs,
-		RunE: c.run,
+crontab line instead (add it with crontab -e). The cron line appends each
+run's output, with its start time and exit status, to
+$XDG_STATE_HOME/handoff/cron.log (~/.local/state/handoff/cron.log), moved to
+cron.log.1 once over 1 MiB; handoff doctor shows the last run from it.`,
+		Example: "  handoff timer install --every 30m\n  (crontab -l; handoff timer install --cron) | crontab -",
+		Args:    cobra.NoArgs,
+		RunE:    c.run,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&c.every, "every", timer.DefaultEvery, "how often to sync: an interval that divides an hour or a day evenly")
@@ -93,11 +101,15 @@ func (c *timerInstallCmd) run(cmd *cobra.Command, _ []string) error {
 	out := c.g.stdout
 	switch {
 	case c.cron:
+		if job.Log, err = timer.CronLog(); err != nil {
+			return err
+		}
 		line, err := job.CronLine()
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(out, line)
+		fmt.Fprintf(c.g.stderr, "note: each run's output goes to %s (moved to %s.1 past 1 MiB); handoff doctor shows the last run\n", job.Log, filepath.Base(job.Log))
 		return nil
 	case c.print:
 		dir, err := timer.UnitDir()
@@ -120,6 +132,13 @@ func (c *timerInstallCmd) run(cmd *cobra.Command, _ []string) error {
 		}
 		fmt.Fprintf(out, "# %s\n%s\n# %s\n%s", filepath.Join(dir, timer.ServiceName), svc, filepath.Join(dir, timer.TimerName), tmr)
 		return nil
+	}
+	if err := timer.UserManager(); err != nil {
+		log, _ := timer.CronLog()
+		return &exitError{code: exitFailed,
+			err: fmt.Errorf("no systemd user session here (%v): systemctl --user could not start the timer, so no units were written", err),
+			hint: fmt.Sprintf("use cron: `handoff timer install --cron` prints a crontab line (add it with crontab -e) that keeps each run's output in %s\n"+
+				"hint: or start a user manager for this login (`loginctl enable-linger $USER`, then log in again) and run timer install again", log)}
 	}
 	dir, err := timer.UnitDir()
 	if err != nil {

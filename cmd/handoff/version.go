@@ -10,6 +10,18 @@ import (
 
 func init() { commands = append(commands, newVersionCmd) }
 
+// versionFlag makes `handoff --version` print what `handoff version`
+// prints.
+func versionFlag(root *cobra.Command) {
+	bi, _ := debug.ReadBuildInfo()
+	root.Version = versionLine(bi)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.InitDefaultVersionFlag()
+	if f := root.Flags().Lookup("version"); f != nil {
+		f.Usage = "print the version, as the version command does"
+	}
+}
+
 func newVersionCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

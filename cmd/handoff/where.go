@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +27,7 @@ type whereCmd struct {
 	g            *globals
 	json         bool
 	bytes        bool
+	raw          bool
 	manifestPath string
 	workspace    string
 }
@@ -52,7 +57,11 @@ func newWhereCmd(g *globals) *cobra.Command {
 			"versions kept .handoff/spool/<sha256>.md files, still read). A query naming\n" +
 			"several contents (two versions of one name) is an error listing them; name one\n" +
 			"by its SHA-256 prefix. Bytes prune removed, and rejected files (never read), are\n" +
-			"an error naming where the host's copy was archived.",
+			"an error naming where the host's copy was archived.\n\n" +
+			"A writer host's bytes may hold escape sequences a terminal acts on (set the\n" +
+			"clipboard, the window title, hide text). On a terminal, --bytes shows those\n" +
+			"as Go escapes (\\x1b, \\u202e) and says so on stderr; --raw writes them as they\n" +
+			"are. Piped or redirected, the bytes are written exactly, as --raw does.",
 		Example: "  handoff where 2026-04-20-1537-build.md\n" +
 			"  handoff where memory/cards/go.md --json | jq '.[].sha256'\n" +
 			"  handoff where --bytes 3f2a9c81 > handoff.md",
@@ -62,6 +71,7 @@ func newWhereCmd(g *globals) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&c.json, "json", false, "print the matches as a JSON array")
 	f.BoolVar(&c.bytes, "bytes", false, "print the exact stored bytes of the one handoff the query names")
+	f.BoolVar(&c.raw, "raw", false, "with --bytes on a terminal: write the bytes as they are, escape sequences and all")
 	f.StringVar(&c.manifestPath, "manifest", "", "writers manifest, for its workspace (default $XDG_CONFIG_HOME/handoff/writers.yaml)")
 	f.StringVar(&c.workspace, "workspace", "", "workspace directory (overrides the manifest; no manifest needed)")
 	return cmd
@@ -173,9 +183,8 @@ func (c *whereCmd) printBytes(cmd *cobra.Command, ws, q string, matches []where.
 	}
 	data, err := where.Bytes(cmd.Context(), ws, shas[0])
 	if errors.Is(err, where.ErrPruned) {
-		m := matches[len(matches)-1]
 		return &exitError{code: exitFailed, err: fmt.Errorf("%s (%s): %w, its handoff done with", claim.Printable(q), shas[0][:12], err),
-			hint: fmt.Sprintf("the host's archived copy may still hold them: %s on %s (`handoff where %s` shows every copy)", claim.Printable(m.Path), claim.Printable(m.Host), shas[0][:12])}
+			hint: prunedHint(matches[len(matches)-1], shas[0][:12])}
 	}
 	if errors.Is(err, spool.ErrCorrupt) {
 		return &exitError{code: exitFailed, err: fmt.Errorf("%s (%s): the stored bytes no longer hash to it: they are damaged", claim.Printable(q), shas[0][:12]),
@@ -184,8 +193,63 @@ func (c *whereCmd) printBytes(cmd *cobra.Command, ws, q string, matches []where.
 	if err != nil {
 		return err
 	}
+	if !c.raw && isTerminal(c.g.stdout) {
+		if shown, n := terminalSafe(data); n > 0 {
+			_, err = io.WriteString(c.g.stdout, shown)
+			fmt.Fprintf(c.g.stderr, "handoff: where: %d %s a terminal would act on (escape sequences, control or invisible characters) %s shown escaped, as \\x1b or \\u202e\n"+
+				"hint: redirect or pipe for the exact bytes (handoff where --bytes %s > handoff.md), or add --raw to write them to this terminal as they are\n",
+				n, plural(n, "character", "characters"), plural(n, "is", "are"), shas[0][:12])
+			return err
+		}
+	}
 	_, err = c.g.stdout.Write(data)
 	return err
+}
+
+// prunedHint says where the host's copy of a handoff whose stored bytes
+// prune removed went, and whether that copy is gone too. prune removes
+// the bytes of a handoff only once it was ingested longer ago than
+// --older-than, and archived copies in processed/ by when they were
+// stored, which came first: the prune that removed the bytes removed
+// the processed/ copy too, on every host it reached. malformed/ is never
+// pruned.
+func prunedHint(m where.Match, sha12 string) string {
+	switch {
+	case m.ArchivedAs == "" || !m.Archived:
+		return fmt.Sprintf("its host's copy was never archived: %s on %s, if it is still there (`handoff where %s` shows every copy)",
+			claim.Printable(m.Path), claim.Printable(m.Host), sha12)
+	case strings.HasPrefix(m.ArchivedAs, claim.ProcessedDir+"/"):
+		return fmt.Sprintf("its host's archived copy, %s on %s, is as old, so the same prune removed it too (unless it skipped %s or could not reach it): no copy is left",
+			claim.Printable(path.Join(m.Inbox, m.ArchivedAs)), claim.Printable(m.Host), claim.Printable(m.Host))
+	}
+	return fmt.Sprintf("its host keeps its archived copy (prune never touches %s): %s on %s",
+		path.Dir(m.ArchivedAs)+"/", claim.Printable(path.Join(m.Inbox, m.ArchivedAs)), claim.Printable(m.Host))
+}
+
+// terminalSafe is data as a terminal may show it: what a terminal acts
+// on (control characters but tab, newline and the carriage return of a
+// CRLF, format characters such as bidi overrides, invalid UTF-8) as Go
+// escapes, as printable does; and how many were escaped.
+func terminalSafe(data []byte) (string, int) {
+	s := string(data)
+	var b strings.Builder
+	n := 0
+	for i, r := range s {
+		switch {
+		case r == '\r' && strings.HasPrefix(s[i+1:], "\n"):
+			b.WriteRune(r)
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+			n++
+		case r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+			n++
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String(), n
 }
 
 func isHex(s string) bool {

@@ -180,6 +180,9 @@ func Run(ctx context.Context, opts Options) *Report {
 	}
 	rep.WorkspaceID = facts.workspaceID
 	add(doctorTimer(ctx))
+	if c, ok := doctorCron(); ok {
+		add(c)
+	}
 	add(doctorPin()...)
 	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts, facts) {
 		add(cs...)
@@ -598,9 +601,12 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts 
 		c.Scope = scope
 		out = append(out, c)
 	}
+	var hostInfo *mirror.Info // the mirror's MIRROR.json, once the host is reached
 	if h.Mirror != nil {
 		// Last: its hints point at the host's checks above.
-		defer func() { out = append(out, withScope(doctorMirror(opts.workspace, h, opts), scope)) }()
+		defer func() {
+			out = append(out, withScope(doctorMirror(opts.workspace, h, opts, hostInfo, facts.workspaceID), scope))
+		}()
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
@@ -625,6 +631,9 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts 
 		how += ", " + time.Since(start).Round(time.Millisecond).String()
 	}
 	check(Check{Name: "reachable", Status: CheckOK, Message: "reachable (" + how + ")"})
+	if h.Mirror != nil {
+		hostInfo, _ = mirror.ReadHostInfo(ctx, fsys, h.Mirror.Path)
+	}
 
 	cfg := setup.ClaimConfig(h, opts.Log)
 	inboxes, err := claim.Discover(ctx, fsys, cfg)

@@ -13,8 +13,11 @@ import (
 
 // doctorMirror reports a mirrored host's mirror from what the workspace
 // knows (its state file and the last receipt): its generation, when it
-// last changed, and whether the last run published it.
-func doctorMirror(ws string, h manifest.HostConfig, opts Options) Check {
+// last changed, and whether the last run published it. info is the
+// mirror's MIRROR.json as the host holds it (nil when unread or absent),
+// and wsID this workspace's id ("" when it has none): a mirror this
+// workspace never published may be another workspace's.
+func doctorMirror(ws string, h manifest.HostConfig, opts Options, info *mirror.Info, wsID string) Check {
 	c := Check{Name: "mirror", Status: CheckOK}
 	st, err := mirror.LoadState(mirror.StateFile(filepath.Join(ws, layout.MirrorsDir), h.Name))
 	if err != nil {
@@ -44,9 +47,19 @@ func doctorMirror(ws string, h manifest.HostConfig, opts Options) Check {
 		if own != "" {
 			c.Hint = own + "; then run `handoff sync --host " + h.Name + "`"
 		}
+	case st.Generation == 0 && info != nil && info.Generation > 0 && info.WorkspaceID != "" && info.WorkspaceID != wsID:
+		c.Status = CheckWarn
+		c.Message = fmt.Sprintf("the mirror at %s is at generation %d, published by workspace %s (on %s), not by this one (%s)",
+			h.Mirror.Path, info.Generation, short(info.WorkspaceID), info.Canonical, ws)
+		c.Hint = fmt.Sprintf("the manifest may name the wrong workspace: if so, fix `workspace:` (the workspace checks above name the workspaces near it); "+
+			"only if this workspace is to take the mirror over, run `handoff sync --adopt-mirror %s` once (docs/mirror.md)", h.Name)
+	case st.Generation == 0 && info != nil && info.Generation > 0:
+		c.Status = CheckWarn
+		c.Message = fmt.Sprintf("the mirror at %s is at generation %d, but this workspace has no record of publishing it", h.Mirror.Path, info.Generation)
+		c.Hint = fmt.Sprintf("run `handoff sync --host %s`: it checks every file and sends what differs", h.Name)
 	case st.Generation == 0:
 		c.Status = CheckWarn
-		c.Message = fmt.Sprintf("the mirror at %s has not been published yet", h.Mirror.Path)
+		c.Message = fmt.Sprintf("nothing has been published to the mirror at %s yet", h.Mirror.Path)
 		c.Hint = fmt.Sprintf("run `handoff sync --host %s`", h.Name)
 	default:
 		c.Message = fmt.Sprintf("mirror %s: generation %d, last changed %s ago", st.Dir, st.Generation, roundAge(opts.Now().Sub(st.PublishedAt)))
@@ -81,4 +94,12 @@ func splitHint(stored string) (msg, hint string) {
 		}
 	}
 	return strings.ReplaceAll(msg, "\n", "; "), hint
+}
+
+// short is a workspace id's first 8 hex digits, as messages give it.
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
 }

@@ -49,7 +49,7 @@ func TestDoctorMirrorLastRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := manifest.HostConfig{Name: "laptop", Mirror: &manifest.MirrorConfig{Path: "~/m"}}
-			c := doctorMirror(ws, h, Options{Now: func() time.Time { return now }})
+			c := doctorMirror(ws, h, Options{Now: func() time.Time { return now }}, nil, "")
 			if c.Status != CheckWarn || c.Message != tc.message {
 				t.Errorf("check %s %q, want warn %q", c.Status, c.Message, tc.message)
 			}

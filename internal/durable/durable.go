@@ -14,6 +14,11 @@
 // removed. A crash may leave a temporary file behind; RemoveTemps deletes
 // them and is called by the single ingester while it holds the lock.
 //
+// Reads (ReadRegular) open the last component with openat(2) and
+// O_NOFOLLOW in its directory, because os.Root.OpenFile follows a final
+// symlink that stays inside the root: a file swapped for a symlink after
+// its caller's Lstat is refused, never read through.
+//
 // A new file gets the mode its caller asks for, less the umask. Narrow
 // takes group and other permissions away from an existing file, for what
 // an earlier version left wider than its callers now ask.
@@ -520,8 +525,9 @@ func (s *Swapped) Close() {
 // ErrTooLarge is ReadRegular's error for a file over its limit.
 var ErrTooLarge = errors.New("file larger than the limit")
 
-// ReadRegular reads a regular file without following a symlink and
-// without blocking on a FIFO. With limit > 0, a file holding more than
+// ReadRegular reads a regular file without following a symlink (a final
+// symlink is ErrSymlink, even one inside root) and without blocking on a
+// FIFO. With limit > 0, a file holding more than
 // limit bytes is ErrTooLarge, and no more than limit+1 bytes are read.
 func ReadRegular(root *os.Root, name string, limit int64) ([]byte, error) {
 	f, err := openRegular(root, name)
@@ -540,12 +546,33 @@ func ReadRegular(root *os.Root, name string, limit int64) ([]byte, error) {
 }
 
 // openRegular opens a regular file for reading without following a
-// symlink and without blocking on a FIFO.
+// symlink and without blocking on a FIFO. os.Root.OpenFile follows a
+// final symlink that stays inside the root even with O_NOFOLLOW, so the
+// last component is opened here with openat(2) and O_NOFOLLOW in its
+// directory (opened through root): a name that an Lstat saw as a regular
+// file and that was swapped for a symlink since is refused (ELOOP), never
+// read through.
 func openRegular(root *os.Root, name string) (*os.File, error) {
-	f, err := root.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if !fs.ValidPath(name) || name == "." {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	}
+	dir, base := path.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	d, err := openDir(root, dir)
 	if err != nil {
 		return nil, err
 	}
+	defer d.Close()
+	fd, err := unix.Openat(int(d.Fd()), base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: ErrSymlink}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
 	st, err := f.Stat()
 	if err == nil && !st.Mode().IsRegular() {
 		err = fmt.Errorf("%s is not a regular file", name)
@@ -556,3 +583,7 @@ func openRegular(root *os.Root, name string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// ErrSymlink is the error of a read that found a symlink where a regular
+// file should be: it is never followed.
+var ErrSymlink = errors.New("a symlink, never followed")

@@ -10,7 +10,13 @@
 // only regular files with plain *.md names, at most max_file_size bytes
 // each however large the host says they are (and at most 16 files and
 // 32 MiB of listed sizes at once), and skips a file that changed while
-// read. In the workspace it writes only ledger rows (one
+// read. It never records as this workspace's a handoff another workspace
+// applied, as far as it can know: a host whose mirror's MIRROR.json names
+// another workspace (which syncs that host) is refused whole, and a file
+// whose bytes the ledger of a workspace near this one (workspace.Near: a
+// typo of its name, one below it) has a result for is skipped
+// (applied-elsewhere); those ledgers are only read. In the workspace it
+// writes only ledger rows (one
 // transaction per host) and its own receipt; it never writes memory. A dry
 // run writes nothing anywhere.
 package legacy
@@ -37,7 +43,9 @@ import (
 	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
+	"github.com/handoff-sync/handoff/internal/workspace"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/receipts"
 	"github.com/handoff-sync/handoff/transport"
 )
@@ -70,6 +78,10 @@ const (
 	SkipChanging = "changing"     // changed while it was read
 	SkipUnread   = "unreadable"   // the host refused to read it
 	SkipGone     = "gone"         // vanished between listing and reading
+	// SkipElsewhere: another workspace's ledger (one near this one, see
+	// workspace.Near) has a result for these bytes: that workspace
+	// applied them, and this one must not count them as its own.
+	SkipElsewhere = "applied-elsewhere"
 )
 
 // Report is what Import recorded, or would record in a dry run.
@@ -93,7 +105,14 @@ type Host struct {
 	Known     int            `json:"known"`    // already in the ledger
 	Bytes     int64          `json:"bytes"`    // of the files recorded
 	Skipped   map[string]int `json:"skipped"`  // by Skip* reason
-	Error     string         `json:"error,omitempty"`
+	// Elsewhere names the workspaces whose ledgers hold files of this
+	// host's processed/ (SkipElsewhere), as "path (id …)".
+	Elsewhere []string `json:"elsewhere,omitempty"`
+	// ForeignMirror is the workspace id the host's mirror's MIRROR.json
+	// names when it is not this workspace's: that workspace syncs the
+	// host, and nothing of the host is recorded here (Error says so).
+	ForeignMirror string `json:"foreign_mirror,omitempty"`
+	Error         string `json:"error,omitempty"`
 
 	inboxes []receipts.Inbox
 }
@@ -139,9 +158,11 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 	if err := led.StartRun(ctx, r.RunID, receipts.ModeImport); err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
+	others := otherLedgers(ws, log)
+	defer others.close()
 	recorded := make([][]receipts.Handoff, len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
-		r.Hosts[i], recorded[i] = importHost(ctx, h, opts, led, r.RunID, log)
+		r.Hosts[i], recorded[i] = importHost(ctx, h, opts, led, r.RunID, ident.ID, others, log)
 	})
 	failed := 0
 	for i, h := range r.Hosts {
@@ -174,7 +195,7 @@ func Import(ctx context.Context, opts Options) (*Report, error) {
 }
 
 // importHost reads and records one host under its deadline.
-func importHost(ctx context.Context, h manifest.HostConfig, opts Options, led *ledger.Ledger, runID string, log *slog.Logger) (Host, []receipts.Handoff) {
+func importHost(ctx context.Context, h manifest.HostConfig, opts Options, led *ledger.Ledger, runID, workspaceID string, others otherWorkspaces, log *slog.Logger) (Host, []receipts.Handoff) {
 	hr := Host{Name: h.Name, Transport: h.Transport, Skipped: map[string]int{}, inboxes: []receipts.Inbox{}}
 	ctx, cancel := context.WithTimeout(ctx, h.Timeout)
 	defer cancel()
@@ -182,7 +203,13 @@ func importHost(ctx context.Context, h manifest.HostConfig, opts Options, led *l
 	fsys, err := opts.Dial.Or(log)(ctx, h)
 	if err == nil {
 		defer fsys.Close()
+		err = checkMirror(ctx, fsys, h, workspaceID, &hr)
+	}
+	if err == nil {
 		srcs, err = readHost(ctx, fsys, h, &hr, log)
+	}
+	if err == nil {
+		srcs, err = others.drop(ctx, led, srcs, &hr)
 	}
 	var out []receipts.Handoff
 	if err == nil && len(srcs) > 0 {
@@ -211,6 +238,103 @@ func importHost(ctx context.Context, h manifest.HostConfig, opts Options, led *l
 		return hr, nil // nothing of a failed host is recorded
 	}
 	return hr, out
+}
+
+// checkMirror refuses a host whose mirror's MIRROR.json names another
+// workspace: that workspace publishes to the host because it syncs it,
+// so the handoffs in the host's processed/ may be that workspace's
+// applied ones, and none of them is recorded here as this workspace's.
+func checkMirror(ctx context.Context, fsys transport.FS, h manifest.HostConfig, workspaceID string, hr *Host) error {
+	if h.Mirror == nil || workspaceID == "" {
+		return nil
+	}
+	info, err := mirror.ReadHostInfo(ctx, fsys, h.Mirror.Path)
+	if err != nil || info == nil || info.WorkspaceID == "" || info.WorkspaceID == workspaceID {
+		return nil
+	}
+	hr.ForeignMirror = info.WorkspaceID
+	return fmt.Errorf("its mirror at %s belongs to workspace %.8s, not this one (%.8s): that workspace syncs %s, so the handoffs in its processed/ may be ones it applied; nothing recorded from %s",
+		h.Mirror.Path, info.WorkspaceID, workspaceID, h.Name, h.Name)
+}
+
+// otherWorkspaces are the ledgers of the workspaces near this one
+// (workspace.Near: a typo of its name, one below it), read-only.
+type otherWorkspaces []otherWorkspace
+
+type otherWorkspace struct {
+	name string // "path (id …)"
+	view *ledger.View
+}
+
+// otherLedgers opens the ledgers of the workspaces near ws, read-only
+// and without writing anything next to them. One that cannot be opened
+// is left out, and logged.
+func otherLedgers(ws string, log *slog.Logger) otherWorkspaces {
+	var out otherWorkspaces
+	for _, n := range workspace.Near(ws) {
+		v, err := ledger.OpenReadOnly(filepath.Join(n, layout.LedgerFile), true)
+		if err != nil {
+			log.Warn("import: another workspace's ledger", "workspace", n, "err", err)
+			continue
+		}
+		name := workspace.Tilde(n)
+		if id, err := workspace.Read(n); err == nil {
+			name += " (id " + id.Short() + ")"
+		}
+		out = append(out, otherWorkspace{name: name, view: v})
+	}
+	return out
+}
+
+func (o otherWorkspaces) close() {
+	for _, w := range o {
+		w.view.Close()
+	}
+}
+
+// drop takes out of srcs those another workspace has a result for and
+// this one (led) has none, and counts them in hr as SkipElsewhere,
+// naming the workspaces.
+func (o otherWorkspaces) drop(ctx context.Context, led *ledger.Ledger, srcs []claim.Source, hr *Host) ([]claim.Source, error) {
+	if len(o) == 0 || len(srcs) == 0 {
+		return srcs, nil
+	}
+	all := make([]string, len(srcs))
+	for i, s := range srcs {
+		all[i] = s.SHA256
+	}
+	ours, err := led.KnownHandoffs(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	var shas []string
+	for _, sha := range all {
+		if !ours[sha] {
+			shas = append(shas, sha)
+		}
+	}
+	elsewhere := map[string]bool{}
+	for _, w := range o {
+		known, err := w.view.KnownHandoffs(ctx, shas)
+		if err != nil {
+			return nil, fmt.Errorf("the ledger of %s: %w", w.name, err)
+		}
+		for sha := range known {
+			if !elsewhere[sha] && !slices.Contains(hr.Elsewhere, w.name) {
+				hr.Elsewhere = append(hr.Elsewhere, w.name)
+			}
+			elsewhere[sha] = true
+		}
+	}
+	var keep []claim.Source
+	for _, s := range srcs {
+		if elsewhere[s.SHA256] {
+			hr.Skipped[SkipElsewhere]++
+			continue
+		}
+		keep = append(keep, s)
+	}
+	return keep, nil
 }
 
 // readHost hashes the files in the processed/ directory of every inbox a

@@ -15,7 +15,9 @@
 //     bytes. Two spellings of one remote normalize alike: the scheme,
 //     user, port, a trailing ".git" and slashes go, the host is
 //     lowercased, and git's scp-like form (git@host:org/repo) equals the
-//     URL form (https://host/org/repo).
+//     URL form (https://host/org/repo). On GitHub, GitLab.com and
+//     Bitbucket Cloud, whose paths are case-insensitive, the path is
+//     lowercased too (github.com/Org/Repo is github.com/org/repo).
 //   - A local origin (a path, or file://) names no repository across
 //     hosts and normalizes to nothing: such a clone is known by its host
 //     and path.

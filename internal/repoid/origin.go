@@ -25,12 +25,26 @@ var schemes = map[string]bool{
 	"git+ssh": true, "ssh+git": true, "ftp": true, "ftps": true,
 }
 
+// foldHosts are the hosting services whose repository paths are
+// case-insensitive (github.com/Org/Repo and github.com/org/repo are one
+// repository there), each under its own name; the other names they
+// serve git on map to it (GitHub's SSH over port 443, GitLab's and
+// Bitbucket's alternative SSH hosts).
+var foldHosts = map[string]string{
+	"github.com": "github.com", "www.github.com": "github.com", "ssh.github.com": "github.com",
+	"gitlab.com": "gitlab.com", "www.gitlab.com": "gitlab.com", "altssh.gitlab.com": "gitlab.com",
+	"bitbucket.org": "bitbucket.org", "www.bitbucket.org": "bitbucket.org", "altssh.bitbucket.org": "bitbucket.org",
+}
+
 // Normalize returns the key of a remote URL as git config holds it:
 // host/path, the host lowercased, without scheme, user, password, port,
 // query, fragment, a trailing ".git" or slashes; one with white space in
 // it is refused (the key is shown to every host, Reduce). "git@github.com:org/repo.git",
 // "ssh://git@github.com:22/org/repo" and "https://github.com/org/repo/"
-// all give "github.com/org/repo". The path keeps its case.
+// all give "github.com/org/repo". The path keeps its case, but on the
+// services of foldHosts (GitHub, GitLab.com, Bitbucket Cloud), whose
+// paths are case-insensitive, it is lowercased too and the host is the
+// service's own name.
 func Normalize(raw string) (string, error) {
 	s := strings.TrimSpace(raw)
 	switch {
@@ -92,6 +106,9 @@ func Normalize(raw string) (string, error) {
 	}
 	p = strings.ReplaceAll(p, "\\", "/")
 	p = strings.Trim(path.Clean("/"+p), "/")
+	if canon, ok := foldHosts[host]; ok {
+		host, p = canon, strings.ToLower(p)
+	}
 	p = strings.TrimSuffix(p, ".git")
 	p = strings.Trim(p, "/")
 	if p == "" || p == "." {

@@ -26,6 +26,19 @@ func TestNormalize(t *testing.T) {
 		{"git@host:~me/app.git", "host/~me/app"},
 		{"https://host/a/../b", "host/b"},
 		{"https://host/Org/App", "host/Org/App"}, // the path keeps its case
+		// Invariant: on case-insensitive hosting services the spellings
+		// of one repository give one key (issue 48, item 13), also
+		// through their alternative SSH hosts; elsewhere case counts.
+		{"ssh://git@github.com:22/Org/Repo.GIT", "github.com/org/repo"},
+		{"github.com:org/repo", "github.com/org/repo"},
+		{"ssh://git@ssh.github.com:443/Org/repo.git", "github.com/org/repo"},
+		{"https://www.GitHub.com/ORG/Repo", "github.com/org/repo"},
+		{"git@gitlab.com:Group/Sub/App.git", "gitlab.com/group/sub/app"},
+		{"ssh://git@altssh.gitlab.com:443/group/sub/app.git", "gitlab.com/group/sub/app"},
+		{"https://bitbucket.org/Team/Repo", "bitbucket.org/team/repo"},
+		{"ssh://git@altssh.bitbucket.org:443/team/repo.git", "bitbucket.org/team/repo"},
+		{"https://gitlab.example.com/Group/App", "gitlab.example.com/Group/App"},
+		{"https://github.example.com/Org/App", "github.example.com/Org/App"},
 	} {
 		got, err := Normalize(tc.in)
 		if err != nil || got != tc.want {

@@ -101,9 +101,11 @@ func (p *Puller) progress(host string) func(inboxes, pulled int) {
 }
 
 // inWorker runs one host's pull in a child process of the same binary
-// and reads its report. The child is killed (with its process group) when
-// the host's deadline plus a short grace passes; a child that crashes, hangs
-// or sends garbage makes the host fail, never the run. For a host with a
+// and reads its report. When the host's deadline plus a short grace
+// passes, or the run is interrupted, the child is told to stop (SIGTERM
+// to its process group) and given workerGrace to report what it did,
+// then killed; a child that crashes, hangs or sends garbage makes the
+// host fail, never the run. For a host with a
 // mirror whose pull did not fail, the child stays, connected, and the
 // returned session publishes through it.
 func (p *Puller) inWorker(ctx context.Context, h manifest.HostConfig) (claim.HostReport, *Session) {
@@ -168,6 +170,37 @@ func (p *Puller) inWorker(ctx context.Context, h manifest.HostConfig) (claim.Hos
 	}
 	timer := time.NewTimer(h.Timeout + workerGrace)
 	defer timer.Stop()
+	// stop ends a worker the run no longer waits for: SIGTERM to its
+	// process group (a terminal's ^C does not reach it: it has a group of
+	// its own), a grace to send the report it then makes of what it
+	// stored and archived, and SIGKILL. It returns that report, if one
+	// came.
+	stop := func() (claim.HostReport, bool) {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		stdin.Close()
+		grace := time.NewTimer(workerGrace)
+		defer grace.Stop()
+		var rep claim.HostReport
+		got := false
+		select {
+		case m, ok := <-out:
+			got = ok && m.err == nil && json.Unmarshal(m.data, &rep) == nil && rep.Name == h.Name
+		case <-grace.C:
+		}
+		exited := false
+		if got {
+			select {
+			case <-done:
+				exited = true
+			case <-grace.C:
+			}
+		}
+		kill()
+		if !exited {
+			<-done
+		}
+		return rep, got
+	}
 	var msg workerMsg
 	select {
 	case m, ok := <-out:
@@ -176,12 +209,15 @@ func (p *Puller) inWorker(ctx context.Context, h manifest.HostConfig) (claim.Hos
 			msg.err = io.EOF
 		}
 	case <-timer.C:
-		kill()
-		<-done
+		if rep, ok := stop(); ok {
+			return rep, nil
+		}
 		return fail("worker did not finish within the host's deadline of %s; killed", h.Timeout), nil
 	case <-ctx.Done():
-		kill()
-		<-done
+		if rep, ok := stop(); ok {
+			log.Warn("run canceled: the worker reported what it did", "host", h.Name, "outcome", rep.Outcome)
+			return rep, nil
+		}
 		return fail("run canceled: %v", ctx.Err()), nil
 	}
 	var rep claim.HostReport

@@ -89,7 +89,8 @@ func (e *MissingError) Error() string {
 func (e *MissingError) Unwrap() error { return ErrNoIdentity }
 
 // Hint names the workspaces near the path, then how to make one there,
-// one hint a line.
+// one hint a line. With a workspace near, making one there is said to
+// start a second, separate memory, and needs init's --new-memory.
 func (e *MissingError) Hint() string {
 	var lines []string
 	for _, n := range e.Near {
@@ -99,11 +100,17 @@ func (e *MissingError) Hint() string {
 		}
 		lines = append(lines, fmt.Sprintf("%s has %s: if you meant it, fix `workspace:` in the manifest (or --workspace)", Tilde(n), what))
 	}
-	verb := "makes a new workspace there"
-	if e.Exists {
-		verb = "makes that directory a workspace, as it is"
+	switch {
+	case len(e.Near) > 0:
+		// A workspace is near: the path is most likely a typo of it, and
+		// a workspace made here would be a second memory beside it.
+		lines = append(lines, fmt.Sprintf("only to start a second, separate memory there: handoff init --workspace %s --new-memory (handoffs synced into it never reach %s)",
+			shellPath(e.Path), Tilde(e.Near[0])))
+	case e.Exists:
+		lines = append(lines, fmt.Sprintf("handoff init --workspace %s makes that directory a workspace, as it is: a memory of its own", shellPath(e.Path)))
+	default:
+		lines = append(lines, fmt.Sprintf("handoff init --workspace %s makes a new workspace there: a memory of its own", shellPath(e.Path)))
 	}
-	lines = append(lines, fmt.Sprintf("handoff init --workspace %s %s", shellPath(e.Path), verb))
 	return strings.Join(lines, "\nhint: ")
 }
 

@@ -191,9 +191,15 @@ func TestCheck(t *testing.T) {
 			t.Errorf("workspace.Check(%s) = %v; want a workspace.MissingError, exists %v", tc.dir, err, tc.exists)
 			continue
 		}
-		if !strings.HasSuffix(me.Hint(), "handoff init --workspace "+tc.dir+" "+map[bool]string{false: "makes a new workspace there", true: "makes that directory a workspace, as it is"}[tc.exists]) {
+		if !strings.HasSuffix(me.Hint(), "handoff init --workspace "+tc.dir+" "+map[bool]string{false: "makes a new workspace there: a memory of its own", true: "makes that directory a workspace, as it is: a memory of its own"}[tc.exists]) {
 			t.Errorf("hint %q", me.Hint())
 		}
+	}
+	// A workspace near the path: the hint says plainly that one made
+	// there is a second, separate memory, and asks for --new-memory.
+	near := &workspace.MissingError{Path: filepath.Join(tmp, "wss"), Near: []string{filepath.Join(tmp, "ws")}}
+	if h := near.Hint(); !strings.HasSuffix(h, "only to start a second, separate memory there: handoff init --workspace "+filepath.Join(tmp, "wss")+" --new-memory (handoffs synced into it never reach "+filepath.Join(tmp, "ws")+")") {
+		t.Errorf("hint with a workspace near: %q", h)
 	}
 	if testenv.TreeHash(t, tmp) != before {
 		t.Error("workspace.Check changed something")
