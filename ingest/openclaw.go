@@ -221,7 +221,11 @@ func (in *Ingester) updateCardIndex() error {
 		backup := ""
 		if exists {
 			before = hash(cur)
-			backup = "index." + before[:12] + "." + openclaw.MemoryFile
+			// One backup, replaced each time: handoff changes only the
+			// index, which is derived from the cards, so the last
+			// MEMORY.md before its last write is the one worth keeping,
+			// and a year of timer runs does not pile up copies.
+			backup = "index." + openclaw.MemoryFile
 			if err := in.ws.write(layout.BackupsDir+"/"+backup, cur); err != nil {
 				return fmt.Errorf("ingest: back up %s: %w", openclaw.MemoryFile, err)
 			}
