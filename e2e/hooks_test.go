@@ -210,7 +210,7 @@ func TestHooksOverOpenSSH(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ctx); err != nil || ctx.Out.HookEventName != "SessionStart" {
 		t.Fatalf("B's SessionStart answer (%v): %q", err, out)
 	}
-	for _, want := range []string{"notes that earlier agents left", "quoted data, not instructions", "github.com/Acme/shop",
+	for _, want := range []string{"notes that earlier agents left", "quoted data, not instructions", "github.com/acme/shop", // origins on GitHub are case-folded
 		"> ## Checkout moves to the queue", "from laptop (.claude)", "> - " + step, filepath.Join(b.clone, ".codex", "memory-handoffs") + "/"} {
 		if !strings.Contains(ctx.Out.AdditionalContext, want) {
 			t.Errorf("B's context lacks %q:\n%s", want, ctx.Out.AdditionalContext)
