@@ -41,8 +41,12 @@ type Input struct {
 // repo is one repository as the whole workspace knows it, before any
 // host's view of it.
 type repo struct {
-	key     string
-	entry   int // the manifest's repos entry, or -1
+	key   string
+	entry int // the manifest's repos entry, or -1
+	// owner is the host a private repository belongs to: its handoffs,
+	// origins and paths are that host's alone, and only its mirror shows
+	// them. "" for a repository every host may see.
+	owner   string
 	origins []string
 	rows    []row  // the inboxes it is known in
 	items   []item // its handoffs, newest first
@@ -121,11 +125,19 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		// white space is cut or dropped: it is shown to every host.
 		r.Origin = repoid.Reduce(r.Origin)
 		entry := m.RepoFor(r.Host, r.Repo, r.Home, r.Origin)
-		key := keyOf(r, entry)
+		private := h.PrivateAt(r.Inbox, r.Home) || entry >= 0 && m.Repos[entry].Private
+		// Privacy is per host: a private inbox's repository is its
+		// host's own, never joined with another host's clones of it, so
+		// that a clone claiming its origin elsewhere neither adds to its
+		// notes nor learns its entry's other origins or name.
+		key, owner := keyOf(r, entry), ""
+		if private {
+			key, owner = "private:"+r.Host+":"+key, r.Host
+		}
 		rp := byKey[key]
 		if rp == nil {
-			rp = &repo{key: key, entry: entry}
-			if entry >= 0 {
+			rp = &repo{key: key, entry: entry, owner: owner}
+			if entry >= 0 && owner == "" {
 				rp.origins = slices.Clone(m.Repos[entry].Origins)
 			}
 			byKey[key] = rp
@@ -133,7 +145,6 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		if r.Origin != "" && !slices.Contains(rp.origins, r.Origin) {
 			rp.origins = append(rp.origins, r.Origin)
 		}
-		private := h.PrivateAt(r.Inbox, r.Home) || entry >= 0 && m.Repos[entry].Private
 		rp.rows = append(rp.rows, row{InboxRepo: r, private: private})
 		repoOf[[2]string{r.Host, r.Inbox}] = rp
 	}
@@ -389,53 +400,77 @@ func short(sha string) string {
 	return sha
 }
 
-// slugs gives each repository its slug: the manifest's name, else one
-// derived from the origin's (or the directory's) last part. Repositories
-// any host may see get theirs first, so that a private one never changes
-// a visible slug; a derived slug two repositories would share gets a
-// short hash of the repository's key.
+// slugs gives each repository its slug. Repositories every host may see
+// get theirs first, from what every host may know: a public entry's
+// name, else one derived from the origin's (or the directory's) last
+// part. Then each host's private repositories, against those and that
+// host's others alone: a private entry's name where its paths name the
+// host (a clone found by origin alone may be any host's claim to it),
+// else a derived slug. So no private entry changes a slug another host
+// sees, or shows its name on a host it does not name. A derived slug
+// two repositories would share gets a short hash of the repository's
+// key.
 func slugs(m *manifest.Manifest, repos []*repo) {
 	taken := map[string]bool{}
+	var public []*repo
+	private := map[string][]*repo{}
 	for _, rp := range repos {
+		if rp.owner != "" {
+			private[rp.owner] = append(private[rp.owner], rp)
+			continue
+		}
+		public = append(public, rp)
 		if rp.entry >= 0 && m.Repos[rp.entry].Name != "" {
 			rp.slug = m.Repos[rp.entry].Name
 			taken[rp.slug] = true
 		}
 	}
-	public := func(rp *repo) bool {
-		for _, it := range rp.items {
-			if !it.private {
-				return true
+	derive(public, taken)
+	for _, host := range slices.Sorted(maps.Keys(private)) {
+		own := maps.Clone(taken)
+		for _, rp := range private[host] {
+			if rp.entry < 0 {
+				continue
+			}
+			e := m.Repos[rp.entry]
+			names := slices.ContainsFunc(e.Paths, func(p manifest.RepoPath) bool { return p.Host == host })
+			if e.Private && e.Name != "" && names && !own[e.Name] {
+				rp.slug = e.Name
+				own[rp.slug] = true
 			}
 		}
-		return false
+		derive(private[host], own)
 	}
-	for _, pass := range []bool{true, false} {
-		bases := map[string]int{}
-		var todo []*repo
-		for _, rp := range repos {
-			if rp.slug == "" && public(rp) == pass {
-				todo = append(todo, rp)
-				bases[base(rp)]++
-			}
+}
+
+// derive gives each of repos without a slug one derived from its base,
+// not in taken, with a short hash of its key when two of them share a
+// base or the base is taken; it adds each to taken.
+func derive(repos []*repo, taken map[string]bool) {
+	bases := map[string]int{}
+	var todo []*repo
+	for _, rp := range repos {
+		if rp.slug == "" {
+			todo = append(todo, rp)
+			bases[base(rp)]++
 		}
-		for _, rp := range todo {
-			b := base(rp)
-			if bases[b] == 1 && !taken[b] {
-				rp.slug = b
-			} else {
-				sum := sha256.Sum256([]byte(rp.key))
-				h := hex.EncodeToString(sum[:])
-				for n := 6; ; n += 2 {
-					s := strings.TrimRight(clipSlug(b, 63-n-1), "-._") + "-" + h[:n]
-					if !taken[s] || n >= len(h) {
-						rp.slug = s
-						break
-					}
+	}
+	for _, rp := range todo {
+		b := base(rp)
+		if bases[b] == 1 && !taken[b] {
+			rp.slug = b
+		} else {
+			sum := sha256.Sum256([]byte(rp.key))
+			h := hex.EncodeToString(sum[:])
+			for n := 6; ; n += 2 {
+				s := strings.TrimRight(clipSlug(b, 63-n-1), "-._") + "-" + h[:n]
+				if !taken[s] || n >= len(h) {
+					rp.slug = s
+					break
 				}
 			}
-			taken[rp.slug] = true
 		}
+		taken[rp.slug] = true
 	}
 }
 
@@ -479,7 +514,18 @@ func clipSlug(s string, n int) string {
 // inboxes it may see, and the repositories that leaves any handoff of.
 func view(m *manifest.Manifest, repos []*repo, host string) []mirror.Repo {
 	var out []mirror.Repo
+	privateHere := map[manifest.RepoPath]bool{}
 	for _, rp := range repos {
+		if rp.owner == host {
+			for _, r := range rp.rows {
+				privateHere[manifest.RepoPath{Host: host, Path: r.Repo}] = true
+			}
+		}
+	}
+	for _, rp := range repos {
+		if rp.owner != "" && rp.owner != host {
+			continue
+		}
 		visible := func(h string, private bool) bool { return !private || h == host }
 		mr := mirror.Repo{Slug: rp.slug}
 		for _, it := range rp.items {
@@ -491,7 +537,7 @@ func view(m *manifest.Manifest, repos []*repo, host string) []mirror.Repo {
 			continue
 		}
 		hosts := map[string]bool{}
-		if rp.entry >= 0 {
+		if rp.entry >= 0 && rp.owner == "" {
 			mr.Origins = slices.Clone(m.Repos[rp.entry].Origins)
 		}
 		for _, r := range rp.rows {
@@ -500,13 +546,14 @@ func view(m *manifest.Manifest, repos []*repo, host string) []mirror.Repo {
 			}
 			hosts[r.Host] = true
 			mr.Older += r.unread
-			switch {
-			case r.Origin == "":
-				p := manifest.RepoPath{Host: r.Host, Path: r.Repo}
-				if !slices.Contains(mr.Paths, p) {
-					mr.Paths = append(mr.Paths, p)
-				}
-			case !slices.Contains(mr.Origins, r.Origin):
+			// A private repository lists its clones' paths even when
+			// they have an origin, so that context on its host finds it
+			// before a public repository another host claims that origin
+			// for.
+			if p := (manifest.RepoPath{Host: r.Host, Path: r.Repo}); (r.Origin == "" || rp.owner != "") && !slices.Contains(mr.Paths, p) {
+				mr.Paths = append(mr.Paths, p)
+			}
+			if r.Origin != "" && !slices.Contains(mr.Origins, r.Origin) {
 				mr.Origins = append(mr.Origins, r.Origin)
 			}
 		}
@@ -521,6 +568,9 @@ func view(m *manifest.Manifest, repos []*repo, host string) []mirror.Repo {
 				home := homeOf(repos, host)
 				if full := manifest.ExpandHome(p.Path, home); !strings.HasPrefix(full, "~") {
 					cp := manifest.RepoPath{Host: host, Path: path.Clean(full)}
+					if rp.owner == "" && privateHere[cp] {
+						continue // that clone's notes are its host's private repository's
+					}
 					if !slices.Contains(mr.Paths, cp) {
 						mr.Paths = append(mr.Paths, cp)
 					}

@@ -73,8 +73,8 @@ type ContextResult struct {
 // dir up holding .git, or a harness's memory-handoffs inbox), works out
 // its identity from its own git config as the canonical host does
 // (repoid.Read), and reads its repos/<slug>/RECENT.md from the mirror at
-// mirrorDir, looked up in repos/INDEX.json by origin, else by this
-// host's name and the repository's path. Every read is bounded and
+// mirrorDir, looked up in repos/INDEX.json by this host's name and the
+// repository's path, else by origin. Every read is bounded and
 // follows no final symlink. A *ContextError says why there is nothing.
 func Context(ctx context.Context, fsys transport.FS, dir, mirrorDir string) (*ContextResult, error) {
 	repo, err := findRepo(ctx, fsys, dir)
@@ -172,13 +172,16 @@ func lookup(ctx context.Context, fsys transport.FS, dir string, id repoid.Identi
 	if err := json.Unmarshal(data, &idx); err != nil {
 		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: %s is damaged: %v", name, err), Hint: "the next sync rewrites it"}
 	}
+	// This very clone first (a private repository lists its clones'
+	// paths: another host may claim its origin for a public one), then
+	// its origin.
 	for _, r := range idx.Repos {
-		if id.Origin != "" && slices.Contains(r.Origins, id.Origin) {
+		if slices.Contains(r.Paths, manifest.RepoPath{Host: host, Path: id.Path}) {
 			return checkSlug(r.Slug, name)
 		}
 	}
 	for _, r := range idx.Repos {
-		if slices.Contains(r.Paths, manifest.RepoPath{Host: host, Path: id.Path}) {
+		if id.Origin != "" && slices.Contains(r.Origins, id.Origin) {
 			return checkSlug(r.Slug, name)
 		}
 	}

@@ -256,18 +256,21 @@ func TestBuild(t *testing.T) {
 
 // TestSlugs: a manifest name wins; a derived slug two repositories would
 // share gets a hash for each; a private repository never changes a slug
-// another host sees.
+// another host sees, and is given its slug against its own host's
+// repositories alone.
 func TestSlugs(t *testing.T) {
 	m := &manifest.Manifest{Repos: []manifest.Repo{{Name: "app", Origins: []string{"github.com/x/named"}}}}
-	mk := func(key, origin string, private bool) *repo {
-		return &repo{key: key, entry: -1, origins: []string{origin}, items: []item{{private: private}}}
+	mk := func(key, origin, owner string) *repo {
+		return &repo{key: key, entry: -1, owner: owner, origins: []string{origin}, items: []item{{private: owner != ""}}}
 	}
 	named := &repo{key: "entry:0", entry: 0, origins: []string{"github.com/x/named"}, items: []item{{}}}
-	a, b := mk("origin:github.com/x/app", "github.com/x/app", false), mk("origin:gitlab.com/y/tool", "gitlab.com/y/tool", false)
-	c, priv := mk("origin:github.com/z/tool", "github.com/z/tool", false), mk("origin:github.com/p/lib", "github.com/p/lib", true)
-	lib := mk("origin:github.com/q/lib", "github.com/q/lib", false)
+	a, b := mk("origin:github.com/x/app", "github.com/x/app", ""), mk("origin:gitlab.com/y/tool", "gitlab.com/y/tool", "")
+	c, priv := mk("origin:github.com/z/tool", "github.com/z/tool", ""), mk("private:h:origin:github.com/p/lib", "github.com/p/lib", "h")
+	lib := mk("origin:github.com/q/lib", "github.com/q/lib", "")
+	other := mk("private:g:origin:github.com/r/sdk", "github.com/r/sdk", "g")
+	mine := mk("private:h:origin:github.com/s/sdk", "github.com/s/sdk", "h")
 	weird := &repo{key: "path:h:/x/My Repo.JSON", entry: -1, rows: []row{{InboxRepo: ledger.InboxRepo{Repo: "/x/My Repo.JSON"}}}, items: []item{{}}}
-	repos := []*repo{named, a, b, c, priv, lib, weird}
+	repos := []*repo{named, a, b, c, priv, lib, other, mine, weird}
 	slugs(m, repos)
 	if named.slug != "app" || lib.slug != "lib" || weird.slug != "my-repo" {
 		t.Errorf("slugs %q %q %q", named.slug, lib.slug, weird.slug)
@@ -277,6 +280,9 @@ func TestSlugs(t *testing.T) {
 	}
 	if !strings.HasPrefix(priv.slug, "lib-") {
 		t.Errorf("private lib %q; want a hash, leaving the visible lib its slug", priv.slug)
+	}
+	if other.slug != "sdk" || mine.slug != "sdk" {
+		t.Errorf("private repositories of two hosts %q %q; want each its own base, neither seeing the other", other.slug, mine.slug)
 	}
 	for _, rp := range repos {
 		if !manifest.IsRepoSlug(rp.slug) {

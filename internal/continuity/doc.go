@@ -10,7 +10,10 @@
 //     repository whose repos entry is private, goes into no other host's
 //     files; neither does a handoff of a host the manifest no longer
 //     names, nor anything about an inbox whose home is unknown when a
-//     private root is written with "~".
+//     private root is written with "~". Privacy is per host: a private
+//     repository is its host's own, never joined with another host's
+//     clones of the same origin, and its entry's name and origins are
+//     never shown to, or change a slug of, another host.
 //   - Build reads the ledger and the spool and writes only the ledger's
 //     notes rows (what RECENT.md shows of a handoff, kept the first time
 //     its bytes are read, so that prune never blanks RECENT.md); Record

@@ -2,12 +2,18 @@ package continuity
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/repoid"
+	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
+	"github.com/handoff-sync/handoff/transport"
 )
 
 // TestPrivateTargets: a card or document that a private handoff wrote
@@ -49,5 +55,113 @@ func TestPrivateTargets(t *testing.T) {
 	kept := mirror.Withhold(files, got["ci"])
 	if len(kept) != 1 || kept[0].Path != "memory/cards/queue.md" {
 		t.Errorf("ci's mirror holds %v; want the public card alone", kept)
+	}
+}
+
+const perHostYAML = `version: 1
+hosts:
+  - name: laptop
+    transport: local
+    discover: [{root: /home/me/code}, {root: /home/me/clients, private: true}]
+    mirror: {path: /home/me/mirror, include: [cards, repos]}
+  - name: vps
+    transport: local
+    discover: [{root: /srv}]
+    mirror: {path: /srv/mirror, include: [cards, repos]}
+repos:
+  - name: clientx
+    origins: [git@github.com:acme/client.git, https://gitlab.example.com/acme/client-mirror]
+    paths: [{host: laptop, path: ~/code/client}]
+    private: true
+`
+
+// TestPrivatePerHost: privacy is per host. A private entry's name does
+// not change the slug of another host's public repository; a clone on
+// another host that claims one origin of a private entry gets its own
+// notes under a slug of its own origin and learns neither the entry's
+// name nor its other origins; and a clone on another host that claims
+// the origin of a repository under a private root never joins its
+// notes, which context on the private host still finds.
+// Invariant: nothing of a private entry reaches a host by claiming its
+// origin, and no other host's handoff is in a private repository's
+// RECENT.md.
+func TestPrivatePerHost(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	m, err := manifest.Parse([]byte(perHostYAML), filepath.Join(w.dir, "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.m = m
+	lapClient, lapBank := "/home/me/code/client/.claude/memory-handoffs", "/home/me/clients/bank/.claude/memory-handoffs"
+	vpsClient, vpsBank, vpsPublic := "/srv/client/.claude/memory-handoffs", "/srv/bank/.claude/memory-handoffs", "/srv/clientx/.claude/memory-handoffs"
+	w.store(t, "laptop", lapClient, "c.md", handoffText("CLIENTX-PLAN"), "routed", "", "TOOLS.md")
+	w.store(t, "laptop", lapBank, "b.md", handoffText("BANK-PLAN"), "routed", "", "TOOLS.md")
+	w.store(t, "vps", vpsClient, "fc.md", handoffText("FORGED-CLIENT"), "routed", "", "TOOLS.md")
+	w.store(t, "vps", vpsBank, "fb.md", handoffText("FORGED-BANK"), "routed", "", "TOOLS.md")
+	w.store(t, "vps", vpsPublic, "p.md", handoffText("PUBLIC-CLIENTX"), "routed", "", "TOOLS.md")
+	if err := Record(ctx, w.led, w.sp, "run-1", []claim.HostReport{
+		report("laptop", "/home/me", map[string]repoid.Identity{
+			lapClient: {Path: "/home/me/code/client", Origin: "github.com/acme/client"},
+			lapBank:   {Path: "/home/me/clients/bank", Origin: "github.com/acme/bank"},
+		}),
+		report("vps", "/root", map[string]repoid.Identity{
+			vpsClient: {Path: "/srv/client", Origin: "github.com/acme/client"},
+			vpsBank:   {Path: "/srv/bank", Origin: "github.com/acme/bank"},
+			vpsPublic: {Path: "/srv/clientx", Origin: "github.com/other/clientx"},
+		}),
+	}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Build(ctx, Input{Ledger: w.led, Spool: w.sp, Manifest: m, Now: time.Now()}, m.HostConfigs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := func(host string) mirror.Index {
+		var idx mirror.Index
+		if err := json.Unmarshal([]byte(fileOf(t, files[host], "repos/INDEX.json")), &idx); err != nil {
+			t.Fatal(err)
+		}
+		return idx
+	}
+
+	vps := ""
+	for _, f := range files["vps"] {
+		vps += string(f.Data)
+	}
+	for _, leak := range []string{"client-mirror", "gitlab.example.com", "CLIENTX-PLAN", "BANK-PLAN", "/home/me"} {
+		if strings.Contains(vps, leak) {
+			t.Errorf("vps's repos/ holds %q of laptop's private repositories", leak)
+		}
+	}
+	for _, r := range index("vps").Repos {
+		switch {
+		case slices.Contains(r.Origins, "github.com/other/clientx"):
+			if r.Slug != "clientx" {
+				t.Errorf("vps's public clientx is %q: a private entry's name changed it", r.Slug)
+			}
+		case slices.Contains(r.Origins, "github.com/acme/client"):
+			if r.Slug == "clientx" || !slices.Equal(r.Origins, []string{"github.com/acme/client"}) {
+				t.Errorf("vps's clone claiming the private origin is %+v; want its own origin's slug and origin alone", r)
+			}
+		}
+	}
+
+	// On laptop, context finds each private clone by its path, and its
+	// RECENT.md holds laptop's handoffs alone.
+	mdir := t.TempDir()
+	for _, f := range files["laptop"] {
+		writeFile(t, filepath.Join(mdir, f.Path), string(f.Data))
+	}
+	for dir, want := range map[string]string{"/home/me/clients/bank": "BANK-PLAN", "/home/me/code/client": "CLIENTX-PLAN"} {
+		origin := "github.com/acme/" + filepath.Base(dir)
+		slug, err := lookup(ctx, transport.NewLocal(), mdir, repoid.Identity{Path: dir, Origin: origin}, "laptop")
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		recent := fileOf(t, files["laptop"], "repos/"+slug+"/RECENT.md")
+		if !strings.Contains(recent, want) || strings.Contains(recent, "FORGED") {
+			t.Errorf("laptop's %s (repos/%s) shows another host's handoff, or not its own:\n%s", dir, slug, recent)
+		}
 	}
 }
