@@ -98,6 +98,57 @@ type RecentHandoff struct {
 type Index struct {
 	Format int         `json:"format"`
 	Repos  []IndexRepo `json:"repos"`
+	// Reach is where the canonical host's sync looks for this host's
+	// inboxes, so that context can say when a repository is not
+	// reached; nil when the publish did not say.
+	Reach *Reach `json:"reach,omitempty"`
+}
+
+// MaxReach bounds the inboxes and the discovery roots Reach lists.
+const MaxReach = 64
+
+// Reach is where the canonical host's sync looks for one host's inboxes,
+// as its manifest says at the publish. Paths may start with "~", the
+// host login's home (Home, when a pull has said it).
+type Reach struct {
+	Home      string      `json:"home,omitempty"`
+	Inboxes   []string    `json:"inboxes"`
+	Discover  []ReachRoot `json:"discover"`
+	Harnesses []string    `json:"harnesses"`
+	// Partial: the manifest names more than MaxReach inboxes or roots,
+	// so the lists are not all of them.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// ReachRoot is a discovery root and how many directory levels below it
+// the walk looks for repositories.
+type ReachRoot struct {
+	Root     string `json:"root"`
+	MaxDepth int    `json:"max_depth"`
+}
+
+// NewReach is a host's Reach, bounded by MaxReach. home is the host
+// login's home as a pull found it, "" when unknown.
+func NewReach(h manifest.HostConfig, home string) *Reach {
+	r := &Reach{Home: home, Inboxes: []string{}, Discover: []ReachRoot{}, Harnesses: slices.Clone(h.Harnesses)}
+	for i, in := range h.Inboxes {
+		if i >= MaxReach {
+			r.Partial = true
+			break
+		}
+		r.Inboxes = append(r.Inboxes, in)
+	}
+	for i, d := range h.Discover {
+		if i >= MaxReach {
+			r.Partial = true
+			break
+		}
+		r.Discover = append(r.Discover, ReachRoot{Root: d.Root, MaxDepth: d.MaxDepth})
+	}
+	if r.Harnesses == nil {
+		r.Harnesses = []string{}
+	}
+	return r
 }
 
 // IndexRepo is one repository of the index.
@@ -117,6 +168,11 @@ type IndexRepo struct {
 // (the least recently active) are left out; every text is bounded and
 // made safe for a terminal (control and format characters escaped).
 func ReposFiles(repos []Repo, lim RecentLimits, now time.Time) []File {
+	return ReposFilesReach(repos, lim, now, nil)
+}
+
+// ReposFilesReach is ReposFiles with the host's reach in the index.
+func ReposFilesReach(repos []Repo, lim RecentLimits, now time.Time, reach *Reach) []File {
 	since := now.Add(-lim.Age)
 	type shown struct {
 		repo   Repo
@@ -167,7 +223,7 @@ func ReposFiles(repos []Repo, lim RecentLimits, now time.Time) []File {
 		})
 	}
 	var files []File
-	idx := Index{Format: 1, Repos: []IndexRepo{}}
+	idx := Index{Format: 1, Repos: []IndexRepo{}, Reach: reach}
 	for _, s := range list {
 		body, n := recentMD(s.repo, s.recent, lim)
 		files = append(files, NewFile(path.Join(ReposDir, s.repo.Slug, RecentFile), body))

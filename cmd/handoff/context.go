@@ -34,7 +34,10 @@ questions and next steps, and what became of each.
 
 Run it when a session starts. When a session stops, write a handoff with
 ## Open questions and ## Next steps (and ## Continues to carry a thread on):
-the next agent here, on this host or another, gets it after the next sync.
+the next agent here, on this host or another, gets it after the next sync
+that reaches this repository. When the mirror says the canonical host's
+sync does not reach it (below max_depth of every discover root, or under
+none), context says so and what to change in the manifest.
 
 It reads only the repository's .git and the mirror, each read bounded. When
 there is nothing to print it says why, exits 1 and gives a hint: not inside
@@ -83,6 +86,9 @@ $XDG_STATE_HOME/handoff/hooks.log, and it gives up after 2 seconds
 			}
 			if !res.Complete {
 				fmt.Fprintf(g.stderr, "handoff: warning: context: a publish to %s was under way while it was read; run handoff context again for a consistent copy\n", m)
+			}
+			if res.NotReached != "" {
+				fmt.Fprintf(g.stderr, "handoff: warning: context: no sync reaches this repository any more (%s): a handoff written here reaches no agent\nhint: on the canonical host, make the manifest reach it (max_depth, a discover root, or hosts[].inboxes), then run handoff sync\n", printable(res.NotReached))
 			}
 			if asJSON {
 				enc := json.NewEncoder(g.stdout)

@@ -96,7 +96,7 @@ func Build(ctx context.Context, in Input, hosts []manifest.HostConfig) (map[stri
 	}
 	out := map[string][]mirror.File{}
 	for _, h := range want {
-		out[h.Name] = mirror.ReposFiles(view(in.Manifest, repos, h.Name), in.Limits, in.Now)
+		out[h.Name] = mirror.ReposFilesReach(view(in.Manifest, repos, h.Name), in.Limits, in.Now, mirror.NewReach(h, homeOf(repos, h.Name)))
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -67,6 +68,10 @@ type ContextResult struct {
 	Complete bool   `json:"complete"`
 	File     string `json:"file"`
 	Text     string `json:"text"`
+	// NotReached, when set, says why the canonical host's sync, as the
+	// mirror last said, does not reach this repository's inboxes: what
+	// is written here now reaches no agent.
+	NotReached string `json:"not_reached,omitempty"`
 }
 
 // Context finds the repository holding dir (the nearest directory from
@@ -90,11 +95,12 @@ func Context(ctx context.Context, fsys transport.FS, dir, mirrorDir string) (*Co
 		}
 		res.Host, res.Generation, res.Complete = info.Host, info.Generation, info.Complete
 		res.Canonical, res.PublishedAt = info.Canonical, info.PublishedAt
-		slug, err := lookup(ctx, fsys, mirrorDir, id, info.Host)
+		slug, reach, err := lookup(ctx, fsys, mirrorDir, id, info.Host)
 		if err != nil {
 			return res, err
 		}
 		res.Slug = slug
+		res.NotReached, _ = notReached(reach, id.Path)
 		res.File = path.Join(mirrorDir, mirror.ReposDir, slug, mirror.RecentFile)
 		data, _, err := fsys.ReadFile(ctx, res.File, maxRecent)
 		if err != nil {
@@ -157,41 +163,133 @@ func readInfo(ctx context.Context, fsys transport.FS, dir string) (*mirror.Info,
 	return &info, nil
 }
 
-// lookup finds the repository's slug in repos/INDEX.json.
-func lookup(ctx context.Context, fsys transport.FS, dir string, id repoid.Identity, host string) (string, error) {
+// lookup finds the repository's slug in repos/INDEX.json, and returns
+// the host's reach the index carries (nil when none).
+func lookup(ctx context.Context, fsys transport.FS, dir string, id repoid.Identity, host string) (string, *mirror.Reach, error) {
+	slug, idx, err := lookupIndex(ctx, fsys, dir, id, host)
+	if idx == nil {
+		return slug, nil, err
+	}
+	return slug, idx.Reach, err
+}
+
+func lookupIndex(ctx context.Context, fsys transport.FS, dir string, id repoid.Identity, host string) (string, *mirror.Index, error) {
 	name := path.Join(dir, mirror.ReposDir, mirror.IndexJSON)
 	data, _, err := fsys.ReadFile(ctx, name, maxIndex)
 	if errors.Is(err, transport.ErrNotExist) {
-		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: the mirror at %s holds no repos/", dir),
+		return "", nil, &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: the mirror at %s holds no repos/", dir),
 			Hint: "on the canonical host, add repos to this host's mirror include in the manifest (include: [cards, documents, repos]) and run handoff sync"}
 	}
 	if err != nil {
-		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: read %s: %v", name, err), Hint: "run handoff context again after the next sync"}
+		return "", nil, &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: read %s: %v", name, err), Hint: "run handoff context again after the next sync"}
 	}
 	var idx mirror.Index
 	if err := json.Unmarshal(data, &idx); err != nil {
-		return "", &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: %s is damaged: %v", name, err), Hint: "the next sync rewrites it"}
+		return "", nil, &ContextError{Err: ErrNoRepos, Msg: fmt.Sprintf("context: %s is damaged: %v", name, err), Hint: "the next sync rewrites it"}
 	}
 	// This very clone first (a private repository lists its clones'
 	// paths: another host may claim its origin for a public one), then
 	// its origin.
 	for _, r := range idx.Repos {
 		if slices.Contains(r.Paths, manifest.RepoPath{Host: host, Path: id.Path}) {
-			return checkSlug(r.Slug, name)
+			slug, err := checkSlug(r.Slug, name)
+			return slug, &idx, err
 		}
 	}
 	for _, r := range idx.Repos {
 		if id.Origin != "" && slices.Contains(r.Origins, id.Origin) {
-			return checkSlug(r.Slug, name)
+			slug, err := checkSlug(r.Slug, name)
+			return slug, &idx, err
 		}
 	}
 	what := id.Path
 	if id.Origin != "" {
 		what += " (origin " + id.Origin + ")"
 	}
-	return "", &ContextError{Err: ErrNotInMirror, Msg: fmt.Sprintf("context: repository %s is not in the mirror: no handoff of it from any host in the last %d days that this host may see",
+	if why, fix := notReached(idx.Reach, id.Path); why != "" {
+		return "", &idx, &ContextError{Err: ErrNotInMirror, Msg: fmt.Sprintf("context: repository %s is not in the mirror, and no sync reaches it: %s", what, why),
+			Hint: "a handoff written here stays in its inbox and reaches no agent; on the canonical host, " + fix + " in the manifest, then run handoff sync"}
+	}
+	return "", &idx, &ContextError{Err: ErrNotInMirror, Msg: fmt.Sprintf("context: repository %s is not in the mirror: no handoff of it from any host in the last %d days that this host may see",
 		what, int(mirror.DefaultRecent.Age.Hours()/24)),
 		Hint: "nothing was handed off here yet (or it is private to another host); when you stop, write a handoff with ## Open questions and ## Next steps into this repository's inbox, and the next agent here gets it after the next sync"}
+}
+
+// notReached says why the canonical host's sync does not reach the
+// repository at repo, as reach (the host's discovery roots and declared
+// inboxes at the last publish) says, and what would fix it; "" when it
+// is reached or reach cannot tell (no reach, a partial one, or a "~"
+// with no home known).
+func notReached(reach *mirror.Reach, repo string) (why, fix string) {
+	if reach == nil || reach.Partial {
+		return "", ""
+	}
+	home := reach.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	expand := func(p string) (string, bool) {
+		p = manifest.ExpandHome(p, home)
+		if strings.HasPrefix(p, "~") || !path.IsAbs(p) {
+			return "", false
+		}
+		return path.Clean(p), true
+	}
+	repo = path.Clean(repo)
+	for _, in := range reach.Inboxes {
+		p, ok := expand(in)
+		if !ok {
+			return "", ""
+		}
+		if p == repo || strings.HasPrefix(p, strings.TrimSuffix(repo, "/")+"/") {
+			return "", "" // a declared inbox of it is always read
+		}
+	}
+	var deepest *mirror.ReachRoot
+	var below int
+	dot := false
+	for i, d := range reach.Discover {
+		root, ok := expand(d.Root)
+		if !ok {
+			return "", ""
+		}
+		rel, ok := strings.CutPrefix(repo, strings.TrimSuffix(root, "/")+"/")
+		if repo == root {
+			rel, ok = "", true
+		}
+		if !ok {
+			continue
+		}
+		var parts []string
+		if rel != "" {
+			parts = strings.Split(rel, "/")
+		}
+		if slices.ContainsFunc(parts, func(p string) bool { return strings.HasPrefix(p, ".") }) {
+			dot = true // the walk never enters a dot-directory
+			continue
+		}
+		if len(parts) <= d.MaxDepth {
+			return "", ""
+		}
+		if deepest == nil || len(parts) < below {
+			deepest, below = &reach.Discover[i], len(parts)
+		}
+	}
+	inbox := "hosts[].inboxes (" + path.Join(repo, "<harness>", "memory-handoffs") + ")"
+	if deepest != nil {
+		return fmt.Sprintf("it is %d directory levels below the discover root %s, whose max_depth is %d", below, deepest.Root, deepest.MaxDepth),
+			fmt.Sprintf("raise that root's max_depth to %d, add a discover root nearer to it, or list its inbox under %s", below, inbox)
+	}
+	if dot {
+		return "it is inside a directory whose name starts with a dot, which discovery never enters",
+			"add a discover root at or above " + repo + " (inside the dot-directory), or list its inbox under " + inbox
+	}
+	if len(reach.Discover) == 0 {
+		return "this host has no discover root and no declared inbox of it",
+			"add a discover root at or above " + repo + ", or list its inbox under " + inbox
+	}
+	return "it is under no discover root of this host and no declared inbox",
+		"add a discover root at or above " + repo + ", or list its inbox under " + inbox
 }
 
 func checkSlug(slug, index string) (string, error) {

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/internal/repoid"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
 	"github.com/handoff-sync/handoff/transport"
@@ -110,5 +113,95 @@ func TestContext(t *testing.T) {
 	}
 	if _, err := Context(ctx, fsys, app, h); !errors.Is(err, ErrNoRepos) {
 		t.Errorf("a 1 GiB index: %v", err)
+	}
+}
+
+// TestContextNotReached: a repository the canonical host's sync does not
+// reach (deeper than max_depth below every discover root, inside a
+// dot-directory, or under none) is said to be unreached, with the
+// manifest change that reaches it, never promised to the next agent;
+// a reached one, or a mirror that does not say its reach, keeps the
+// usual answer; and Build puts each host's reach in its index.
+// Invariant: context never promises that a handoff reaches the next
+// agent when the mirror says no sync reads its inbox.
+func TestContextNotReached(t *testing.T) {
+	ctx := context.Background()
+	fsys := transport.NewLocal()
+	dir := t.TempDir()
+	code := filepath.Join(dir, "code")
+	deep, near, declared := filepath.Join(code, "a/b/deep"), filepath.Join(code, "near"), filepath.Join(dir, "elsewhere/decl")
+	hidden, outside, listed := filepath.Join(code, ".cache/x"), filepath.Join(dir, "outside"), filepath.Join(code, "a/b/listed")
+	for _, r := range []string{deep, near, declared, hidden, outside, listed} {
+		writeFile(t, filepath.Join(r, ".git/config"), "[remote \"origin\"]\n\turl = https://github.com/acme/"+filepath.Base(r)+"\n")
+	}
+	reach := &mirror.Reach{Inboxes: []string{filepath.Join(declared, ".claude/memory-handoffs")},
+		Discover: []mirror.ReachRoot{{Root: code, MaxDepth: 1}}, Harnesses: []string{".claude"}}
+	m := filepath.Join(dir, "mirror")
+	writeMirror(t, m, mirror.Index{Format: 1, Reach: reach, Repos: []mirror.IndexRepo{
+		{Slug: "listed", Origins: []string{"github.com/acme/listed"}},
+	}}, map[string]string{"listed": "# Recent handoffs: listed\n"})
+
+	promise := "the next agent here gets it"
+	for _, tc := range []struct {
+		name, dir string
+		why, fix  string // "" when reached
+	}{
+		{"too deep", deep, "3 directory levels below the discover root " + code + ", whose max_depth is 1", "raise that root's max_depth to 3"},
+		{"dot-directory", hidden, "starts with a dot", "add a discover root"},
+		{"under no root", outside, "under no discover root", "add a discover root at or above " + outside},
+		{"reached", near, "", ""},
+		{"declared inbox", declared, "", ""},
+	} {
+		_, err := Context(ctx, fsys, tc.dir, m)
+		var ce *ContextError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrNotInMirror) {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if tc.why == "" {
+			if !strings.Contains(ce.Hint, promise) || strings.Contains(ce.Msg, "no sync reaches") {
+				t.Errorf("%s: a reached repository: %s / %s", tc.name, ce.Msg, ce.Hint)
+			}
+			continue
+		}
+		if !strings.Contains(ce.Msg, tc.why) || !strings.Contains(ce.Hint, tc.fix) || strings.Contains(ce.Hint, promise) {
+			t.Errorf("%s: %s\nhint: %s\nwant %q and %q, and no promise", tc.name, ce.Msg, ce.Hint, tc.why, tc.fix)
+		}
+	}
+	// In the mirror from an earlier depth, but no longer reached.
+	res, err := Context(ctx, fsys, listed, m)
+	if err != nil || res.Slug != "listed" || !strings.Contains(res.NotReached, "max_depth is 1") {
+		t.Errorf("listed but unreached: %+v, %v", res, err)
+	}
+	// A mirror that does not say its reach: the usual answer.
+	writeMirror(t, m, mirror.Index{Format: 1, Repos: []mirror.IndexRepo{}}, nil)
+	if _, err := Context(ctx, fsys, deep, m); err == nil || !strings.Contains(err.(*ContextError).Hint, promise) {
+		t.Errorf("no reach: %v", err)
+	}
+
+	// Build says each host's reach, its "~" roots with the home a pull
+	// found.
+	w := newWorld(t)
+	inbox := "/home/me/code/app/.claude/memory-handoffs"
+	w.store(t, "laptop", inbox, "a.md", handoffText("Pick the queue"), "routed", "", "TOOLS.md")
+	if err := Record(ctx, w.led, w.sp, "run-1", []claim.HostReport{
+		report("laptop", "/home/me", map[string]repoid.Identity{inbox: {Path: "/home/me/code/app", Origin: "github.com/acme/app"}}),
+	}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Build(ctx, Input{Ledger: w.led, Spool: w.sp, Manifest: w.m, Now: time.Now()}, w.m.HostConfigs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]mirror.Reach{
+		"laptop": {Home: "/home/me", Inboxes: []string{}, Discover: []mirror.ReachRoot{{Root: "/home/me/code", MaxDepth: 3}}},
+		"vps":    {Inboxes: []string{}, Discover: []mirror.ReachRoot{{Root: "/srv", MaxDepth: 3}, {Root: "/srv/clients", MaxDepth: 3}}},
+	} {
+		var idx mirror.Index
+		if err := json.Unmarshal([]byte(fileOf(t, files[host], "repos/INDEX.json")), &idx); err != nil {
+			t.Fatal(err)
+		}
+		if idx.Reach == nil || idx.Reach.Home != want.Home || !slices.Equal(idx.Reach.Discover, want.Discover) || len(idx.Reach.Harnesses) == 0 {
+			t.Errorf("%s: reach %+v; want %+v", host, idx.Reach, want)
+		}
 	}
 }

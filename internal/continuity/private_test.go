@@ -155,7 +155,7 @@ func TestPrivatePerHost(t *testing.T) {
 	}
 	for dir, want := range map[string]string{"/home/me/clients/bank": "BANK-PLAN", "/home/me/code/client": "CLIENTX-PLAN"} {
 		origin := "github.com/acme/" + filepath.Base(dir)
-		slug, err := lookup(ctx, transport.NewLocal(), mdir, repoid.Identity{Path: dir, Origin: origin}, "laptop")
+		slug, _, err := lookup(ctx, transport.NewLocal(), mdir, repoid.Identity{Path: dir, Origin: origin}, "laptop")
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
