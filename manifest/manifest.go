@@ -174,6 +174,9 @@ type Host struct {
 	Timeout     *Duration `json:"timeout,omitempty"`
 	Mirror      *Mirror   `json:"mirror,omitempty"`
 	StaleAfter  *Duration `json:"stale_after,omitempty"`
+	// ShareNotes false keeps the host's handoffs out of every other
+	// host's repos/ (nil: true).
+	ShareNotes *bool `json:"share_notes,omitempty"`
 
 	// SSH is set for, and only for, ssh hosts.
 	SSH *SSH `json:"ssh,omitempty"`
@@ -225,6 +228,9 @@ type HostConfig struct {
 	Settle      time.Duration
 	Timeout     time.Duration
 	StaleAfter  time.Duration // 0: doctor does not check
+	// KeepNotes: the host's share_notes is false, so its handoffs are
+	// in no other host's repos/.
+	KeepNotes bool
 	// SSH is a copy of the host's ssh block, nil for a local host.
 	SSH *SSH
 	// Mirror is nil when the host has no mirror.
@@ -330,6 +336,7 @@ func (m *Manifest) Effective(h Host) HostConfig {
 		Settle:      deref(Duration{DefaultSettle}, h.Settle, d.Settle).Duration,
 		Timeout:     deref(Duration{DefaultTimeout}, h.Timeout, d.Timeout).Duration,
 		StaleAfter:  deref(Duration{DefaultStaleAfter}, h.StaleAfter, d.StaleAfter).Duration,
+		KeepNotes:   h.ShareNotes != nil && !*h.ShareNotes,
 	}
 	for _, r := range h.Discover {
 		c.Discover = append(c.Discover, DiscoverRoot{Root: r.Root, MaxDepth: deref(c.MaxDepth, r.MaxDepth), Private: r.Private})

@@ -174,6 +174,7 @@ func TestSchemaAgreesOnGood(t *testing.T) {
 		{"port 0", schemaHosts(schemaSSH + "{host: laptop, port: 0}}")},
 		{"port 65535", schemaHosts(schemaSSH + "{host: laptop, port: 65535}}")},
 		{"ping url", "version: 1\nnotify: {ping_url: 'http://localhost:8000/ping/x'}\n" + "hosts: [" + schemaLocal + "}]\n"},
+		{"share_notes false", schemaHosts(schemaLocal + ", share_notes: false}")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Parse([]byte(tc.doc), "writers.yaml"); err != nil {
@@ -210,6 +211,8 @@ func TestSchemaAgreesOnBad(t *testing.T) {
 		{"port a string", schemaHosts(schemaSSH + "{host: l, port: ssh}}")},
 		{"max_depth a fraction", schemaHosts(schemaLocal + ", max_depth: 1.5}")},
 		{"identities_only not a bool", schemaHosts(schemaSSH + "{host: l, identities_only: maybe}}")},
+		{"share_notes not a bool", schemaHosts(schemaLocal + ", share_notes: maybe}")},
+		{"share_notes in defaults", withDefaults("{share_notes: false}")},
 		{"inboxes a string", schemaHosts("{name: here, transport: local, inboxes: ~/x/memory-handoffs}")},
 		{"discover a string", schemaHosts("{name: here, transport: local, discover: ~/code}")},
 

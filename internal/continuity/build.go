@@ -145,7 +145,10 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 		if r.Origin != "" && !slices.Contains(rp.origins, r.Origin) {
 			rp.origins = append(rp.origins, r.Origin)
 		}
-		rp.rows = append(rp.rows, row{InboxRepo: r, private: private})
+		// A host whose notes stay home (share_notes: false) shares its
+		// repositories, but its handoffs and clones are shown on its
+		// own mirror alone.
+		rp.rows = append(rp.rows, row{InboxRepo: r, private: private || h.KeepNotes})
 		repoOf[[2]string{r.Host, r.Inbox}] = rp
 	}
 

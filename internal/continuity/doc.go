@@ -13,7 +13,9 @@
 //     private root is written with "~". Privacy is per host: a private
 //     repository is its host's own, never joined with another host's
 //     clones of the same origin, and its entry's name and origins are
-//     never shown to, or change a slug of, another host.
+//     never shown to, or change a slug of, another host. A host whose
+//     share_notes is false has its handoffs and clones in no other
+//     host's files, and still sees the others' in its own.
 //   - Build reads the ledger and the spool and writes only the ledger's
 //     notes rows (what RECENT.md shows of a handoff, kept the first time
 //     its bytes are read, so that prune never blanks RECENT.md); Record

@@ -165,3 +165,61 @@ func TestPrivatePerHost(t *testing.T) {
 		}
 	}
 }
+
+// TestShareNotes: a host with share_notes: false keeps its handoffs,
+// clones and origins out of every other host's repos/, and still sees
+// the other hosts' notes of the repositories it shares.
+// Invariant: nothing a keep-home host's agents wrote reaches another
+// host's repos/.
+func TestShareNotes(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	m, err := manifest.Parse([]byte(strings.Replace(manifestYAML, "    discover: [{root: /srv}, {root: /srv/clients, private: true}]\n",
+		"    discover: [{root: /srv}, {root: /srv/clients, private: true}]\n    share_notes: false\n", 1)), filepath.Join(w.dir, "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ := m.Host("vps"); !cfg.KeepNotes {
+		t.Fatalf("vps: share_notes: false does not resolve to KeepNotes")
+	}
+	if cfg, _ := m.Host("laptop"); cfg.KeepNotes {
+		t.Fatalf("laptop: share_notes left out keeps notes home")
+	}
+	w.m = m
+	lapApp, vpsApp, vpsOwn := "/home/me/code/app/.claude/memory-handoffs", "/srv/app/.codex/memory-handoffs", "/srv/tool/.codex/memory-handoffs"
+	w.store(t, "laptop", lapApp, "a.md", handoffText("LAPTOP-NOTE"), "routed", "", "TOOLS.md")
+	w.store(t, "vps", vpsApp, "v.md", handoffText("VPS-NOTE"), "routed", "", "TOOLS.md")
+	w.store(t, "vps", vpsOwn, "t.md", handoffText("VPS-TOOL"), "routed", "", "TOOLS.md")
+	if err := Record(ctx, w.led, w.sp, "run-1", []claim.HostReport{
+		report("laptop", "/home/me", map[string]repoid.Identity{lapApp: {Path: "/home/me/code/app", Origin: "github.com/acme/app"}}),
+		report("vps", "/root", map[string]repoid.Identity{
+			vpsApp: {Path: "/srv/app", Origin: "github.com/acme/app"},
+			vpsOwn: {Path: "/srv/tool", Origin: "github.com/vps/tool"},
+		}),
+	}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Build(ctx, Input{Ledger: w.led, Spool: w.sp, Manifest: m, Now: time.Now()}, m.HostConfigs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lap := ""
+	for _, f := range files["laptop"] {
+		lap += string(f.Data)
+	}
+	for _, leak := range []string{"VPS-NOTE", "VPS-TOOL", "vps/tool", "/srv/", "from vps"} {
+		if strings.Contains(lap, leak) {
+			t.Errorf("laptop's repos/ holds %q of a host whose notes stay home", leak)
+		}
+	}
+	if !strings.Contains(lap, "LAPTOP-NOTE") {
+		t.Errorf("laptop lost its own note")
+	}
+	app := fileOf(t, files["vps"], "repos/app/RECENT.md")
+	if !strings.Contains(app, "LAPTOP-NOTE") || !strings.Contains(app, "VPS-NOTE") {
+		t.Errorf("vps's repos/app/RECENT.md must show both hosts' notes:\n%s", app)
+	}
+	if !strings.Contains(fileOf(t, files["vps"], "repos/tool/RECENT.md"), "VPS-TOOL") {
+		t.Errorf("vps's own repository is missing from its mirror: %q", paths(files["vps"]))
+	}
+}
