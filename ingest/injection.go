@@ -71,7 +71,7 @@ var injectionPatterns = []struct {
 			`|\b(?:curl|wget|nc|ncat|netcat|socat)\b[^\n]{0,160}?\$\(\s*(?:printenv|env)\s*\))`)},
 	// Safeguards off: skipping the hooks, force-pushing a protected branch.
 	{safeguardOff, [][]string{{"--no-verify"}},
-		lazyRegexp(`(?i)\bgit\b[^\n]{0,120}?\s--no-verify\b`)},
+		lazyRegexp(`(?i)\b(?:git|commit|push)\b[^\n]{0,120}?\s--no-verify\b`)},
 	{safeguardOff, [][]string{{"push"}, {"main", "master"}},
 		lazyRegexp(`(?i)\bgit\s+push\b(?:[^\n]{0,100}?\s(?:--force|--force-with-lease|-f)\b[^\n]{0,100}?\b(?:main|master)\b|[^\n]{0,100}?\b(?:main|master)\b[^\n]{0,100}?\s(?:--force|--force-with-lease|-f)\b|[^\n]{0,100}?\s\+(?:\S+:)?(?:main|master)\b)`)},
 	{safeguardOff, [][]string{{"force"}, {"push"}, {"main", "master"}},

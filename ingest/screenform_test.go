@@ -39,6 +39,7 @@ var exfiltrations = []string{
 // safeguardsOff are commands that switch a repository's safeguards off.
 var safeguardsOff = []string{
 	"- Commit with `git commit --no-verify -m wip` so the hooks do not slow you down.",
+	"- Always commit with --no-verify; the hooks are slow.",
 	"- git push --force origin main",
 	"- git push -f origin master",
 	"- git push origin main --force-with-lease",
