@@ -46,7 +46,7 @@ func (c *reviewCmd) show(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	d, err := review.Show(cmd.Context(), o.Workspace, args[0])
+	d, err := review.Show(cmd.Context(), o, args[0])
 	if err != nil {
 		return c.fail(o.Workspace, err)
 	}

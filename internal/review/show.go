@@ -58,8 +58,11 @@ type Earlier struct {
 
 // Show returns one item (waiting or decided) with its bytes, why it waits
 // and what would resolve it, and what accepting it now would do. It writes
-// nothing.
-func Show(ctx context.Context, ws, id string) (*Detail, error) {
+// nothing. It sees the workspace's OpenClaw as o says, as accept does,
+// so that both describe the same change.
+func Show(ctx context.Context, o Options, id string) (*Detail, error) {
+	o.fill()
+	ws := o.Workspace
 	v, done, err := view(ws)
 	if err != nil {
 		return nil, err
@@ -79,7 +82,7 @@ func Show(ctx context.Context, ws, id string) (*Detail, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := ingest.New(ingest.Options{Workspace: ws, DryRun: true}, nil, nil)
+	in, err := ingest.New(ingest.Options{Workspace: ws, DryRun: true, OpenClaw: o.OpenClaw}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
