@@ -457,16 +457,21 @@ func (l *Ledger) Source(ctx context.Context, id int64) (SourceRow, error) {
 // KnownHandoffs returns which of the given content hashes already have a
 // result: one query for a whole batch.
 func (l *Ledger) KnownHandoffs(ctx context.Context, shas []string) (map[string]bool, error) {
+	return l.known(ctx, `SELECT s.sha256 FROM shas s JOIN handoffs h ON h.id = s.id WHERE s.sha256 IN `, shas)
+}
+
+// known runs query, which ends in "IN " and selects one text column,
+// with the list of vals, and returns which of vals it selected.
+func (l *Ledger) known(ctx context.Context, query string, vals []string) (map[string]bool, error) {
 	known := map[string]bool{}
-	if len(shas) == 0 {
+	if len(vals) == 0 {
 		return known, nil
 	}
-	args := make([]any, len(shas))
-	for i, s := range shas {
+	args := make([]any, len(vals))
+	for i, s := range vals {
 		args[i] = s
 	}
-	q := `SELECT s.sha256 FROM shas s JOIN handoffs h ON h.id = s.id WHERE s.sha256 IN (?` + strings.Repeat(", ?", len(shas)-1) + `)`
-	rows, err := l.db.QueryContext(ctx, q, args...)
+	rows, err := l.db.QueryContext(ctx, query+`(?`+strings.Repeat(", ?", len(vals)-1)+`)`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"strings"
 )
 
 // migrationTexts is migration 12: the normal text's hash of each content
@@ -27,27 +26,7 @@ const insertText = `INSERT OR IGNORE INTO texts (id, norm) VALUES (` + shaID + `
 // whose hash is among them is the same handoff as that content. One
 // query for a whole batch.
 func (l *Ledger) KnownTexts(ctx context.Context, norms []string) (map[string]bool, error) {
-	known := map[string]bool{}
-	if len(norms) == 0 {
-		return known, nil
-	}
-	args := make([]any, len(norms))
-	for i, s := range norms {
-		args[i] = s
-	}
-	rows, err := l.db.QueryContext(ctx, `SELECT DISTINCT norm FROM texts WHERE norm IN (?`+strings.Repeat(", ?", len(norms)-1)+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		known[s] = true
-	}
-	return known, rows.Err()
+	return l.known(ctx, `SELECT DISTINCT norm FROM texts WHERE norm IN `, norms)
 }
 
 // SameText reports whether a content with a result has the normal text
