@@ -746,9 +746,9 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 			it.slow = true
 		}
 		if len(r.late) > 0 {
-			name := lateName(target, r.late)
-			if err := in.ws.write(layout.BackupsDir+"/"+name, r.late); err != nil {
-				return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", target, err)
+			name, err := in.saveLate(target, r.late)
+			if err != nil {
+				return moved, err
 			}
 			in.keepLate(target, r.late, name)
 		}
@@ -778,14 +778,24 @@ func (b *batch) replaceTargets() (moved bool, err error) {
 		}
 		if len(late) > 0 {
 			moved = true
-			name := lateName(it.p.Target, late)
-			if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
-				return moved, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", it.p.Target, err)
+			name, err := in.saveLate(it.p.Target, late)
+			if err != nil {
+				return moved, err
 			}
 			it.late, it.lateName = late, name
 		}
 	}
 	return moved, nil
+}
+
+// saveLate keeps bytes another writer appended to target's replaced
+// file durable under .handoff/backups, and returns the backup's name.
+func (in *Ingester) saveLate(target string, late []byte) (string, error) {
+	name := lateName(target, late)
+	if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
+		return "", fmt.Errorf("ingest: keep another writer's late edit of %s: %w", target, err)
+	}
+	return name, nil
 }
 
 // lateName names the backup that keeps bytes another writer appended to a

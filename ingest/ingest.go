@@ -431,9 +431,9 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 				if len(late) > 0 {
 					// Another writer appended to our file in the instant
 					// it stood at the target's name: keep that text.
-					name := lateName(p.Target, late)
-					if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
-						return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
+					name, err := in.saveLate(p.Target, late)
+					if err != nil {
+						return Entry{}, err
 					}
 					in.keepLate(p.Target, late, name)
 				}
@@ -446,9 +446,8 @@ func (in *Ingester) apply(ctx context.Context, src sourceRow, p *plan, earlier, 
 			if len(late) > 0 {
 				// Durable first, so a crash cannot lose them; merged
 				// into the target once this plan's bookkeeping is done.
-				saved = lateName(p.Target, late)
-				if err := in.ws.write(layout.BackupsDir+"/"+saved, late); err != nil {
-					return Entry{}, fmt.Errorf("ingest: keep another writer's late edit of %s: %w", p.Target, err)
+				if saved, err = in.saveLate(p.Target, late); err != nil {
+					return Entry{}, err
 				}
 			}
 			failpoint.Inject("commit.written")

@@ -233,25 +233,20 @@ func (in *Ingester) updateCardIndex() error {
 		late, err := in.ws.replaceIf(openclaw.MemoryFile, next, func(old []byte, existed bool) bool {
 			return existed == exists && (!exists || hash(old) == before)
 		})
-		if errors.Is(err, durable.ErrConflict) {
-			if len(late) > 0 {
-				name := lateName(openclaw.MemoryFile, late)
-				if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
-					return err
-				}
-				in.keepLate(openclaw.MemoryFile, late, name)
+		if len(late) > 0 {
+			// OpenClaw appended to MEMORY.md in the instant it was
+			// replaced: keep its text, as for any target.
+			name, serr := in.saveLate(openclaw.MemoryFile, late)
+			if serr != nil {
+				return serr
 			}
+			in.keepLate(openclaw.MemoryFile, late, name)
+		}
+		if errors.Is(err, durable.ErrConflict) {
 			continue // OpenClaw wrote MEMORY.md meanwhile: once more
 		}
 		if err != nil {
 			return fmt.Errorf("ingest: write %s: %w", openclaw.MemoryFile, err)
-		}
-		if len(late) > 0 {
-			name := lateName(openclaw.MemoryFile, late)
-			if err := in.ws.write(layout.BackupsDir+"/"+name, late); err != nil {
-				return err
-			}
-			in.keepLate(openclaw.MemoryFile, late, name)
 		}
 		in.cardIndex = &IndexResult{BeforeSHA256: before, AfterSHA256: hash(next), Cards: total, Shown: shown, Backup: backup}
 		in.oc.state = st
