@@ -113,12 +113,7 @@ func git(t *testing.T, dir string, args ...string) {
 func TestHooksOverOpenSSH(t *testing.T) {
 	srvA := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	srvB := sshdtest.StartOpenSSH(t, sshdtest.Options{})
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv(sshdtest.RequiredEnv) != "" {
-			t.Fatalf("git is needed to make the clones: %v", err)
-		}
-		t.Skipf("git not installed: %v", err)
-	}
+	needGit(t)
 	root := t.TempDir()
 	canonHome, ws, manifestPath := filepath.Join(root, "canon"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
 	mustMkdir(t, canonHome)
@@ -276,9 +271,7 @@ func stop(cmd *exec.Cmd) {
 // installed for harness.
 func realHost(t *testing.T, harness string) (h hookHome, note string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skipf("git: %v", err)
-	}
+	needGit(t)
 	root := t.TempDir()
 	h = hookHome{name: harness, harness: harness, home: filepath.Join(root, "home"), clone: filepath.Join(root, "code", "shop")}
 	h.mirror = filepath.Join(h.home, ".openclaw", "mirror")

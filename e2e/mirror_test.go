@@ -497,6 +497,18 @@ type contHost struct {
 
 func (h contHost) path(rel string) string { return filepath.Join(h.root, rel) }
 
+// needGit fails the test without git when the e2e tools are required, and
+// skips it otherwise.
+func needGit(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv(sshdtest.RequiredEnv) != "" {
+			t.Fatalf("git is needed to make the clones: %v", err)
+		}
+		t.Skipf("git not installed: %v", err)
+	}
+}
+
 // gitClone makes dir a git repository whose origin is url, with real git.
 func gitClone(t *testing.T, dir, url string) {
 	t.Helper()
@@ -520,12 +532,7 @@ func gitClone(t *testing.T, dir, url string) {
 func TestContinuityOverOpenSSH(t *testing.T) {
 	srvA := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	srvB := sshdtest.StartOpenSSH(t, sshdtest.Options{})
-	if _, err := exec.LookPath("git"); err != nil {
-		if os.Getenv(sshdtest.RequiredEnv) != "" {
-			t.Fatalf("git is needed to make the clones: %v", err)
-		}
-		t.Skipf("git not installed: %v", err)
-	}
+	needGit(t)
 	root := t.TempDir()
 	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
 	mustMkdir(t, home)
