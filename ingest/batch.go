@@ -70,6 +70,8 @@ type item struct {
 	// norm is the hash of the content's normal text when it is not in
 	// normal form (sametext.go), else "".
 	norm string
+	// again: the source is a return (revision.go).
+	again bool
 }
 
 // viewed is a target as the planner reads it: from disk, or as a batch's
@@ -116,6 +118,11 @@ type batch struct {
 	// each name (revision.go).
 	earlier map[int64]ledger.Version
 	names   map[ledger.NameKey]*item
+	// returns are the sources whose bytes an earlier version of their
+	// name had, as the ledger knows; had is every name and content this
+	// batch decided.
+	returns map[int64]bool
+	had     map[nameContent]bool
 }
 
 // srcQueue hands out pending sources in storage order, a page at a time.
@@ -220,7 +227,7 @@ func (in *Ingester) runBatches(ctx context.Context) (out []Entry, err error) {
 // it is about to write.
 func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []sourceRow, prev *batch) (_ *batch, err error) {
 	b := &batch{in: in, st: st, prev: prev, seen: map[string]bool{}, view: map[string]viewed{}, last: map[string]*item{}, dirs: map[string]bool{}, sums: map[string]string{},
-		names: map[ledger.NameKey]*item{}, texts: map[string]bool{}}
+		names: map[ledger.NameKey]*item{}, texts: map[string]bool{}, had: map[nameContent]bool{}}
 	if st != nil {
 		b.opened = durable.NewDirs(in.ws.root)
 	}
@@ -239,18 +246,27 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 	if b.knownText, err = in.led.KnownTexts(ctx, shas); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	if b.earlier, err = in.led.Earlier(ctx, srcs); err != nil {
+	if b.earlier, b.returns, err = in.led.Earlier(ctx, srcs); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	for _, src := range srcs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if b.returnsWithin(src) {
+			// Its content's earlier version is decided in this batch or
+			// the one being applied: it is decided once that is done.
+			if len(b.items) == 0 {
+				return nil, nil
+			}
+			break
+		}
 		it, err := b.decide(ctx, src)
 		if err != nil {
 			return nil, err
 		}
 		b.items = append(b.items, it)
+		b.had[nameContent{src.Key(), src.SHA256}] = true
 		if it.o.Result != ResultDuplicate {
 			b.names[src.Key()] = it
 		}
@@ -270,13 +286,16 @@ func (in *Ingester) decideBatch(ctx context.Context, st *durable.Writer, srcs []
 // decide gives one source its outcome, or a plan and the files to write.
 func (b *batch) decide(ctx context.Context, src sourceRow) (*item, error) {
 	in := b.in
-	it := &item{src: src}
-	if b.known[src.SHA256] || b.seen[src.SHA256] || b.prev != nil && b.prev.seen[src.SHA256] {
+	it := &item{src: src, again: b.returns[src.ID]}
+	if !it.again && (b.known[src.SHA256] || b.seen[src.SHA256] || b.prev != nil && b.prev.seen[src.SHA256]) {
 		it.o = outcome{Result: ResultDuplicate}
 		return it, nil
 	}
 	b.seen[src.SHA256] = true
-	if b.knownText[src.SHA256] || b.texts[src.SHA256] || b.prev != nil && b.prev.texts[src.SHA256] {
+	if it.again {
+		// Its content is known, and its text: a return is decided as
+		// the revision it is.
+	} else if b.knownText[src.SHA256] || b.texts[src.SHA256] || b.prev != nil && b.prev.texts[src.SHA256] {
 		// A content in normal form whose text a copy with CRLF line
 		// ends (or trailing whitespace) had first.
 		it.o = outcome{Result: ResultDuplicate, Reason: ReasonSameText}
@@ -286,7 +305,7 @@ func (b *batch) decide(ctx context.Context, src sourceRow) (*item, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %s from %s: %w", claim.Quote(src.Name), src.Host, err)
 	}
-	if it.norm = normalHash(data); it.norm != "" {
+	if it.norm = normalHash(data); it.norm != "" && !it.again {
 		same, err := b.sameText(ctx, it.norm)
 		if err != nil {
 			return nil, err
@@ -336,6 +355,11 @@ func (b *batch) decide(ctx context.Context, src sourceRow) (*item, error) {
 		return it, nil
 	}
 	it.p = p
+	if it.again {
+		if err := b.retake(ctx, p); err != nil {
+			return nil, err
+		}
+	}
 	// A backup keeps what the target holds before the batch replaces it:
 	// the first plan of a chain backs it up; the later ones were made on
 	// content that is never on disk (the batch writes the target once).
@@ -575,7 +599,7 @@ func (b *batch) apply(ctx context.Context) (entries []Entry, moved bool, err err
 			if it.p != nil {
 				id = it.p.ID
 			}
-			done = append(done, finished{Src: it.src, O: it.o, PlanID: id, Norm: it.norm})
+			done = append(done, finished{Src: it.src, O: it.o, PlanID: id, Norm: it.norm, Again: it.again})
 		}
 	}
 	if err := in.led.FinishAll(ctx, in.opts.RunID, done); err != nil {

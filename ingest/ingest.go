@@ -196,7 +196,23 @@ func entryFor(src sourceRow, o outcome) Entry {
 // record finishes a source with an outcome that wrote nothing but maybe a
 // review draft.
 func (in *Ingester) record(ctx context.Context, src sourceRow, o outcome, planID int64) (Entry, error) {
-	if err := in.led.FinishAll(ctx, in.opts.RunID, []finished{{Src: src, O: o, PlanID: planID, Norm: in.normOf(src)}}); err != nil {
+	again, err := in.led.Returning(ctx, src)
+	if err != nil {
+		return Entry{}, fmt.Errorf("ingest: record %s: %w", src.SHA256[:12], err)
+	}
+	if o.Reason == "" && (o.Result == ResultPromoted || o.Result == ResultRouted) {
+		// A plan finished here (after a crash, or one plan at a time)
+		// says no more than what it wrote: a revision's reason is found
+		// again as the batch found it.
+		ev, _, err := in.led.Earlier(ctx, []sourceRow{src})
+		if err != nil {
+			return Entry{}, fmt.Errorf("ingest: record %s: %w", src.SHA256[:12], err)
+		}
+		if v, ok := ev[src.ID]; ok && v.Changed() {
+			o.Reason = ReasonRevised
+		}
+	}
+	if err := in.led.FinishAll(ctx, in.opts.RunID, []finished{{Src: src, O: o, PlanID: planID, Norm: in.normOf(src), Again: again}}); err != nil {
 		return Entry{}, fmt.Errorf("ingest: record %s: %w", src.SHA256[:12], err)
 	}
 	failpoint.Inject("bookkeeping.done")

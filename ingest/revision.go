@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/handoff-sync/handoff/ingest/ledger"
@@ -152,4 +153,36 @@ func replaceAppended(cur []byte, old, content string) ([]byte, int) {
 	next = append(next, content...)
 	next = append(next, cur[at+len(old):]...)
 	return next, 1
+}
+
+// Returns. A handoff rewritten back to an earlier version's bytes (v1,
+// v2, then v1 again under the same name) is its writer's last word: a
+// revision of the version before it, decided as any revision is, not a
+// duplicate of v1. The ledger records it as a source of its own
+// (ledger/returns.go) and gives its content's handoff row the return's
+// result; a return's plan takes over the row of its content's finished
+// plan, its replans counted on so that its backup has a name of its own.
+
+// nameContent is a name and the content it held.
+type nameContent struct {
+	key ledger.NameKey
+	sha string
+}
+
+// returnsWithin reports whether src's name held its bytes earlier in this
+// batch or in the batch being applied: then the return waits for that
+// batch's bookkeeping, and is decided in a batch after it.
+func (b *batch) returnsWithin(src sourceRow) bool {
+	k := nameContent{src.Key(), src.SHA256}
+	return b.had[k] || b.prev != nil && b.prev.had[k]
+}
+
+// retake makes p, a return's plan, take over its content's finished plan.
+func (b *batch) retake(ctx context.Context, p *plan) error {
+	n, err := b.in.led.PlanReplans(ctx, p.SHA256)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	p.Again, p.Replans = true, n+1
+	return nil
 }

@@ -111,7 +111,9 @@ type Decision struct {
 // archived (it was never on a host) and given its id. With a plan p, p is
 // recorded as planned (reusing the row of an abandoned plan of the same
 // content, its replans counted up so that its backup gets a name of its
-// own) and the decision as started, which the plan's bookkeeping finishes
+// own; or of the content's done plan, when the handoff that waits is a
+// return, returns.go) and the decision as started, which the plan's
+// bookkeeping finishes
 // (FinishAll); without one (a reject), the decision is done at once. It
 // sets d.ID, d.PlanID, and p's ID and Replans.
 func (l *Ledger) StartDecision(ctx context.Context, d *Decision, p *Plan, edited *claim.Source) error {
@@ -154,7 +156,7 @@ func (l *Ledger) StartDecision(ctx context.Context, d *Decision, p *Plan, edited
 				target = excluded.target, before_sha256 = excluded.before_sha256, after_sha256 = excluded.after_sha256,
 				content = excluded.content, backup = '', replans = plans.replans + 1, state = excluded.state,
 				run_id = excluded.run_id, created_at = excluded.created_at
-			WHERE plans.state = ?
+			WHERE plans.state = ? OR plans.state = '`+planDone+`' AND `+returnedHandoff+`
 			RETURNING id, replans`,
 			p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, d.RunID, at, planAbandoned).
 			Scan(&p.ID, &p.Replans)
@@ -347,7 +349,7 @@ type ReviewItem struct {
 func (l *Ledger) ReviewItems(ctx context.Context, all bool) ([]ReviewItem, error) {
 	where := `h.result IN (?, ?)`
 	if all {
-		where += ` OR EXISTS (SELECT 1 FROM decisions d WHERE d.sha256 = h.sha256)`
+		where += ` OR EXISTS (SELECT 1 FROM decisions d WHERE d.sha256 = h.sha256 AND d.state != '` + DecisionPast + `')`
 	}
 	rows, err := l.db.QueryContext(ctx, `SELECT h.sha256, h.result, h.reason, h.action, h.target, h.before_sha256, h.run_id, h.ingested_at,
 			s.id, s.sha256, s.size, s.host, s.inbox, s.name, s.archived_as, s.stored_at

@@ -143,6 +143,9 @@ var migrations = []string{
 	migrationTexts,
 	// 13: what RECENT.md shows of a handoff, kept past prune (notes.go).
 	migrationNotes,
+	// 14: a source recorded again when its name returns to earlier
+	// bytes (returns.go).
+	migrationReturns,
 }
 
 // Plan states.
@@ -234,7 +237,26 @@ func (l *Ledger) migrate() error {
 	if current == len(migrations) {
 		return nil
 	}
-	tx, err := l.begin(context.Background())
+	ctx := context.Background()
+	release, err := l.turn.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	// A migration that rebuilds a table others refer to runs with
+	// foreign keys off, as SQLite asks; a transaction cannot turn them
+	// off, so it is done on this connection, before the transaction, and
+	// undone before the connection goes back to the pool.
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA foreign_keys = OFF`); err != nil {
+		return err
+	}
+	defer conn.ExecContext(ctx, `PRAGMA foreign_keys = ON`)
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -250,6 +272,15 @@ func (l *Ledger) migrate() error {
 		if _, err := tx.Exec(migrations[i]); err != nil {
 			return fmt.Errorf("migration %d: %w", i+1, err)
 		}
+	}
+	// With foreign keys off nothing checked them: every reference must
+	// still find its row, or nothing is committed.
+	var bad int
+	if err := tx.QueryRow(`SELECT count(*) FROM pragma_foreign_key_check`).Scan(&bad); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return fmt.Errorf("migration: %d rows refer to rows that are not there (PRAGMA foreign_key_check)", bad)
 	}
 	if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
 		return err
@@ -335,8 +366,7 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 			return err
 		}
 		if len(w.Record) > 0 && record == nil {
-			if record, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO sources
-				(sha256, sha_id, size, host, inbox, name, archived_as, stored_at, stored_run) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+			if record, err = tx.PrepareContext(ctx, recordSource); err != nil {
 				return err
 			}
 			defer record.Close()
@@ -349,7 +379,8 @@ func (l *Ledger) Apply(ctx context.Context, runID string, ws []*Write) error {
 			if err != nil {
 				return err
 			}
-			res, err := record.ExecContext(rctx, s.SHA256, id, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID)
+			res, err := record.ExecContext(rctx, s.SHA256, id, s.Size, s.Host, s.Inbox, s.Name, s.ArchivedAs, at, runID,
+				s.Host, s.Inbox, s.Name, s.SHA256)
 			if err != nil {
 				return err
 			}
@@ -499,6 +530,9 @@ type Finished struct {
 	// Norm is the hash of the content's normal text when the content is
 	// not in normal form (texts.go), else "".
 	Norm string
+	// Again says the source is a return (returns.go): its name held
+	// these bytes before, then others. Its result becomes its content's.
+	Again bool
 }
 
 // Finish records a source's result and, unless it is a copy of content
@@ -554,7 +588,15 @@ func (l *Ledger) FinishAll(ctx context.Context, runID string, fs []Finished) err
 		} else if _, err := srcStmt.ExecContext(rctx, o.Result, o.Reason, runID, at, f.Src.ID); err != nil {
 			return err
 		}
-		if o.OwnResult() && !mine {
+		own := o.OwnResult() && !mine
+		if own && f.Again {
+			again, err := finishReturn(rctx, tx.Tx, f, runID, at)
+			if err != nil {
+				return err
+			}
+			own = !again // recorded: no row of its own
+		}
+		if own {
 			// A number the source row gave spares the lookup by hash.
 			st, q, key := &hoStmt, insertHandoff, []any{f.Src.SHA256}
 			if f.Src.ShaID != 0 {
@@ -615,6 +657,9 @@ type Plan struct {
 	Content  []byte // card: the whole file; document: the text appended
 	Backup   string
 	Replans  int
+	// Again says the plan is a return's (returns.go): it takes over the
+	// row of its content's finished plan.
+	Again bool
 }
 
 // InsertPlans records plans in one transaction and sets their ids.
@@ -636,6 +681,17 @@ func (l *Ledger) InsertPlans(ctx context.Context, runID string, ps []*Plan) erro
 	for _, p := range ps {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if p.Again {
+			err := tx.QueryRowContext(rctx, replanReturn, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content,
+				p.Replans, planPlanned, runID, at).Scan(&p.ID)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("ledger: the plan of %.12s is open, or its replans do not count on", p.SHA256)
+			}
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		res, err := stmt.ExecContext(rctx, p.SHA256, p.SHA256, p.SourceID, p.Kind, p.Action, p.Target, p.Before, p.After, p.Content, planPlanned, runID, at)
 		if err != nil {

@@ -87,27 +87,32 @@ func (l *Ledger) Versions(ctx context.Context, keys []NameKey) (map[NameKey][]Ve
 
 // Earlier returns, for each source, the newest version of its name
 // stored before it with other bytes, when there is one: what a revision
-// revises.
-func (l *Ledger) Earlier(ctx context.Context, srcs []SourceRow) (map[int64]Version, error) {
+// revises. returns holds the sources whose bytes an earlier version of
+// their name had, with a result (returns.go).
+func (l *Ledger) Earlier(ctx context.Context, srcs []SourceRow) (earlier map[int64]Version, returns map[int64]bool, err error) {
 	keys := make([]NameKey, len(srcs))
 	for i, s := range srcs {
 		keys[i] = s.Key()
 	}
 	all, err := l.Versions(ctx, keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[int64]Version{}
+	earlier, returns = map[int64]Version{}, map[int64]bool{}
 	for _, s := range srcs {
 		vs := all[s.Key()]
+		found := false
 		for i := len(vs) - 1; i >= 0; i-- {
-			if vs[i].SourceID < s.ID && vs[i].SHA256 != s.SHA256 {
-				out[s.ID] = vs[i]
-				break
+			switch {
+			case vs[i].SourceID >= s.ID:
+			case vs[i].SHA256 == s.SHA256:
+				returns[s.ID] = true
+			case !found:
+				earlier[s.ID], found = vs[i], true
 			}
 		}
 	}
-	return out, nil
+	return earlier, returns, nil
 }
 
 // Versions is Ledger.Versions on a read-only view.

@@ -161,7 +161,7 @@ func heldForReview(ctx context.Context, l *ledger.Ledger, cutoff time.Time) (map
 	}
 	// The decisions come oldest first; the latest one that was not
 	// abandoned says what became of the handoff (an abandoned one left it
-	// waiting).
+	// waiting, and a past one was about it before it returned).
 	const chunk = 500
 	for len(shas) > 0 {
 		n := min(chunk, len(shas))
@@ -172,7 +172,7 @@ func heldForReview(ctx context.Context, l *ledger.Ledger, cutoff time.Time) (map
 		shas = shas[n:]
 		for _, d := range ds {
 			switch {
-			case d.State == ledger.DecisionAbandoned:
+			case d.State == ledger.DecisionAbandoned, d.State == ledger.DecisionPast:
 			case d.State == ledger.DecisionStarted:
 				held[d.SHA256] = true
 			case d.Decision == ledger.DecisionRejected, d.Decision == ledger.DecisionSuperseded:

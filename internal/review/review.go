@@ -308,7 +308,7 @@ func items(ctx context.Context, r reader, ws string, all bool) ([]Item, error) {
 	}
 	latest := map[string]ledger.Decision{}
 	for _, d := range ds {
-		if d.State != ledger.DecisionAbandoned {
+		if d.State != ledger.DecisionAbandoned && d.State != ledger.DecisionPast {
 			latest[d.SHA256] = d // oldest first: the last one wins
 		}
 	}
