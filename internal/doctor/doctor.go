@@ -179,9 +179,16 @@ func Run(ctx context.Context, opts Options) *Report {
 		add(doctorOpenClaw(ws, m)...)
 	}
 	rep.WorkspaceID = facts.workspaceID
-	add(doctorTimer(ctx))
-	if c, ok := doctorCron(); ok {
-		add(c)
+	timerCheck := doctorTimer(ctx)
+	cron, ok := doctorCron()
+	if ok && timerCheck.Status != CheckOK {
+		// The cron check below says how the runs go: the timer's own
+		// warning would send the person to a cron line that works.
+		timerCheck.Status, timerCheck.Message, timerCheck.Hint = CheckOK, timerCheck.Message+"; cron runs the sync (see the cron check)", ""
+	}
+	add(timerCheck)
+	if ok {
+		add(cron)
 	}
 	add(doctorPin()...)
 	for _, cs := range doctorHosts(ctx, m.HostConfigs(), opts, facts) {
@@ -533,6 +540,9 @@ func roundAge(d time.Duration) string {
 // ---------------------------------------------------------------------------
 // Timer.
 
+// noSession is the timer check's message without a systemd user session.
+const noSession = "systemd user session not available"
+
 // doctorTimer asks systemd, when a user session is there to ask, whether
 // the timer is installed and active. Without one it can only warn.
 func doctorTimer(ctx context.Context) Check {
@@ -541,12 +551,12 @@ func doctorTimer(ctx context.Context) Check {
 	systemctl, err := exec.LookPath("systemctl")
 	rt := os.Getenv("XDG_RUNTIME_DIR")
 	if err != nil || rt == "" {
-		c.Message = "systemd user session not available; check your cron line"
+		c.Message = noSession
 		c.Hint = "make sure `crontab -l` has a line that runs `handoff sync` (`handoff timer install --cron` prints one)"
 		return c
 	}
 	if _, err := os.Stat(filepath.Join(rt, "bus")); err != nil {
-		c.Message = "systemd user session not available; check your cron line"
+		c.Message = noSession
 		c.Hint = "make sure `crontab -l` has a line that runs `handoff sync` (`handoff timer install --cron` prints one)"
 		return c
 	}

@@ -143,7 +143,7 @@ func TestDoctorHealthy(t *testing.T) {
 	drWant(t, drOne(t, rep, "workspace", "malformed"), doctor.CheckOK, "1 malformed handoff(s)")
 	drWant(t, drOne(t, rep, "workspace", "review-inbox"), doctor.CheckOK, "")
 	drWant(t, drOne(t, rep, "workspace", "last-run"), doctor.CheckOK, "last run "+r.RunID+" finished")
-	drWant(t, drOne(t, rep, "timer", "timer"), doctor.CheckWarn, "systemd user session not available; check your cron line")
+	drWant(t, drOne(t, rep, "timer", "timer"), doctor.CheckWarn, "systemd user session not available")
 	drWant(t, drOne(t, rep, "host canonical", "reachable"), doctor.CheckOK, "reachable (local)")
 
 	inboxes := drFind(rep, "host canonical", "inbox")
