@@ -92,6 +92,10 @@ type RecentHandoff struct {
 	// Edited: a person wrote it with `handoff review edit` on the
 	// canonical host, from a handoff pulled from Host; At is when.
 	Edited bool
+	// Earlier lists the earlier versions of its file (its writer
+	// rewrote it in place), newest first, by sha256: RECENT.md shows one
+	// item, the newest version, and names these.
+	Earlier []string
 }
 
 // Index is repos/INDEX.json: what `handoff context` looks a clone up in.
@@ -616,6 +620,10 @@ func entry(b *strings.Builder, level string, h RecentHandoff) {
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(b, "- file: `%s` (sha256 %s)\n", plainName(h.Name), plainName(sha))
+	if len(h.Earlier) > 0 {
+		fmt.Fprintf(b, "- rewritten in place: this is version %d of the file; the earlier ones (%s) are not shown\n",
+			len(h.Earlier)+1, shortList(h.Earlier, maxEarlier))
+	}
 	if h.Became != "" {
 		fmt.Fprintf(b, "- became: %s\n", inline(h.Became, maxParagraph))
 	}
@@ -815,4 +823,21 @@ func (p *publisher) layoutDirs() []string {
 		out = append(out, path.Join(ReposDir, s))
 	}
 	return out
+}
+
+// maxEarlier bounds the earlier versions an item names.
+const maxEarlier = 5
+
+// shortList is the first n of shas, each cut to 12 characters and made
+// plain, joined, and how many more there are.
+func shortList(shas []string, n int) string {
+	var out []string
+	for i, s := range shas {
+		if i == n {
+			out = append(out, fmt.Sprintf("and %d more", len(shas)-n))
+			break
+		}
+		out = append(out, plainName(s[:min(12, len(s))]))
+	}
+	return strings.Join(out, ", ")
 }

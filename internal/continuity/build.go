@@ -68,6 +68,8 @@ type item struct {
 	private bool
 	src     ledger.RepoSource
 	recent  mirror.RecentHandoff
+	// earlier are the earlier versions of its file, newest first.
+	earlier []string
 }
 
 // Build returns, for each of hosts whose mirror includes repos, the files
@@ -212,10 +214,26 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 	// the first time its bytes are read here, so that prune, which
 	// deletes the bytes, never blanks it; a kept note is read instead of
 	// the bytes.
+	// A file its writer rewrote in place is one item: its newest
+	// version, which names the earlier ones (issue 48).
 	var shown []*item
 	var want []string
 	for _, rp := range byKey {
 		slices.SortStableFunc(rp.items, func(a, b item) int { return mirror.Newer(a.recent, b.recent) })
+		newest := map[ledger.NameKey]*item{}
+		kept := rp.items[:0]
+		for _, it := range rp.items {
+			k := ledger.NameKey{Host: it.src.Host, Inbox: it.src.Inbox, Name: it.src.Name}
+			if n := newest[k]; n != nil && it.src.ArchivedAs != "" {
+				n.earlier = append(n.earlier, it.src.SHA256)
+				continue
+			}
+			kept = append(kept, it)
+			if it.src.ArchivedAs != "" {
+				newest[k] = &kept[len(kept)-1]
+			}
+		}
+		rp.items = kept
 		taken := map[string]int{}
 		for i := range rp.items {
 			it := &rp.items[i]
@@ -249,6 +267,11 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 			it.recent = recentOf(it.src, nil, decisions)
 		} else {
 			it.recent = recentOf(it.src, &n, decisions)
+		}
+	}
+	for _, rp := range byKey {
+		for i := range rp.items {
+			rp.items[i].recent.Earlier = rp.items[i].earlier
 		}
 	}
 	if err := in.Ledger.KeepNotes(ctx, keep); err != nil {

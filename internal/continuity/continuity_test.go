@@ -323,3 +323,41 @@ func TestRecentOfEdited(t *testing.T) {
 		}
 	}
 }
+
+// TestRecentRevisionsOneItem: a handoff its writer rewrote in place (v1,
+// v2, then v3 at the same file name) is one item in RECENT.md, its newest
+// version, which names the earlier ones; not three items with one title
+// (issue 48). Invariant: the next agent reads the writer's last word, and
+// the superseded versions' notes are not shown as current.
+func TestRecentRevisionsOneItem(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	in := "/home/me/code/app/.claude/memory-handoffs"
+	var shas []string
+	for _, step := range []string{"- use redis", "- use nats", "- use kafka"} {
+		s := w.store(t, "laptop", in, "deploy.md", handoffText("Pick the queue", "Next steps", step), "routed", "", "TOOLS.md")
+		shas = append(shas, s.SHA256)
+	}
+	reports := []claim.HostReport{report("laptop", "/home/me", map[string]repoid.Identity{in: {Path: "/home/me/code/app", Origin: "github.com/acme/app"}})}
+	if err := Record(ctx, w.led, w.sp, "run-1", reports, shas, nil); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Build(ctx, Input{Ledger: w.led, Spool: w.sp, Manifest: w.m, Now: time.Now()}, w.m.HostConfigs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fileOf(t, files["laptop"], "repos/app/RECENT.md")
+	if n := strings.Count(app, "## Pick the queue"); n != 1 {
+		t.Errorf("the title appears %d times; want one item:\n%s", n, app)
+	}
+	for _, want := range []string{"use kafka", "rewritten in place: this is version 3 of the file; the earlier ones (" + shas[1][:12] + ", " + shas[0][:12] + ") are not shown"} {
+		if !strings.Contains(app, want) {
+			t.Errorf("RECENT.md lacks %q:\n%s", want, app)
+		}
+	}
+	for _, old := range []string{"use redis", "use nats"} {
+		if strings.Contains(app, old) {
+			t.Errorf("RECENT.md shows a superseded version's %q:\n%s", old, app)
+		}
+	}
+}
