@@ -37,7 +37,7 @@ bench-quick:
 	bench/run.sh -k 2 -r 10 -f 0 -t 20 -n 3
 	bench/run.sh -k 2 -r 10 -f 1 -t 20 -n 3
 
-# The full grid K x R x F x RTT as docs/BENCHMARKS.md reports it (3 runs a
+# The full grid K x R x F x RTT as docs/BENCHMARKS-history.md reports it (3 runs a
 # cell, 1 at K=32 R=100 and for rclone where one run takes minutes: about
 # 80 minutes here; N=5 N_BIG=5 RCLONE_N=5 for hours more), then the ingester
 # alone (10,000 handoffs vs a naive applier), then the big-workspace

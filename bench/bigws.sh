@@ -12,9 +12,16 @@
 # from the inboxes of 8 hosts x 100 repositories x 2 harnesses, the shape
 # of bench/setup.sh's K=8 R=100 hosts. Then one idle sync, and RECEIPTS
 # (17,520: a sync every 30 minutes for a year) runs in all: the idle run's
-# receipt copied with fresh run ids and times, every 30 minutes back from
-# the first real run, each with its ledger row (bench/cmd/bigws receipts).
-# The walk hints the syncs left are removed (the benchmark brings its own).
+# receipt written again by the receipts package's writer with fresh run
+# ids and times (quiet inboxes counted, as sync writes a per-run
+# receipt), every 30 minutes back from the first real run, each with its
+# ledger row (bench/cmd/bigws receipts); then a last idle sync, whose
+# retention (the manifest's defaults: receipts.keep 90d, keep_idle 7d)
+# removes what a year of the timer would have removed. All busy runs are
+# the last hour's, so every busy receipt outlives the 90 days: an upper
+# bound for a year whose busy runs are spread out. DIR/state.txt says
+# what each part of the workspace takes on disk (du). The walk hints the
+# syncs left are then removed (the benchmark brings its own).
 #
 # The syncs run in a private mount namespace where the generated hosts'
 # trees are at $BENCH_DIR/hosts and the workspace at USE (default
@@ -37,7 +44,7 @@ HOSTS=8 REPOS=100 DOCS=300
 while getopts "b:o:u:c:s:n:" o; do
   case $o in
     b) BIN=$OPTARG ;; o) OUT=$OPTARG ;; u) USE=$OPTARG ;; c) CARDS=$OPTARG ;; s) CHUNK=$OPTARG ;; n) RECEIPTS=$OPTARG ;;
-    *) sed -n 2,33p "$0" >&2; exit 2 ;;
+    *) sed -n 2,40p "$0" >&2; exit 2 ;;
   esac
 done
 [ -n "$BIN" ] && [ -x "$BIN" ] || { echo "bigws: -b BIN: an executable handoff binary is needed" >&2; exit 2; }
@@ -47,7 +54,16 @@ BENCH_DIR=${BENCH_DIR:-/srv/hbench}
 USE=${USE:-$BENCH_DIR/scratch/ws}
 OUT=${OUT:-$BENCH_DIR/bigws/$(sha256sum "$BIN" | cut -c1-12)}
 CHUNKS=$((2 * CARDS / CHUNK))
-PARAMS="cards=$CARDS chunk=$CHUNK receipts=$RECEIPTS hosts=$HOSTS repos=$REPOS docs=$DOCS use=$USE"
+PARAMS="year=compact+retained cards=$CARDS chunk=$CHUNK receipts=$RECEIPTS hosts=$HOSTS repos=$REPOS docs=$DOCS use=$USE"
+
+# state_du WS: the disk each part of the workspace WS takes (du, KiB):
+# handoff's own state (.handoff, each entry, then in all) and the rest
+# (cards and documents).
+state_du() {
+  local ws=$1
+  (cd "$ws" && du -sk .handoff/* | sort -k2 && du -sk .handoff && du -sk --exclude=.handoff . | sed 's|\t\.$|\tcards and documents|' &&
+    echo "receipts files: $(find .handoff/receipts -name '*.json' | wc -l)")
+}
 
 # --- inside the private mount namespace (the script calls itself) -----------
 if [ "${BIGWS_INSIDE:-}" = 1 ]; then
@@ -90,7 +106,9 @@ EOF
   done
   sync_chunk 0 # the idle run, whose receipt the year's are copies of
   t1=$(date +%s)
-  "$T/bigws" receipts -ws "$USE" -n $((RECEIPTS - CHUNKS - 1))
+  "$T/bigws" receipts -ws "$USE" -n $((RECEIPTS - CHUNKS - 2))
+  sync_chunk 0 # the year's last run, and its retention
+  state_du "$USE" >"$T/state.txt"
   rm -rf "$USE/.handoff/walks"
   echo "syncs $((t1 - t0)) s, receipts $(( $(date +%s) - t1 )) s" >"$T/times.txt"
   exit 0
@@ -114,6 +132,7 @@ mkdir -p "$OUT"
 mv "$OUT.build/ws" "$OUT/ws"
 took=$(( $(date +%s) - start ))
 echo "built in $took s ($(cat "$OUT.build/times.txt")) by $BIN (sha256 $(sha256sum "$BIN" | cut -c1-12)); $(du -sh "$OUT/ws" | cut -f1), $(find "$OUT/ws" | wc -l) files" >"$OUT/build.txt"
+cp "$OUT.build/state.txt" "$OUT/state.txt"
 rm -rf "$OUT.build"
 echo "$PARAMS" >"$OUT/done"
 echo "bigws: $(cat "$OUT/build.txt")" >&2

@@ -41,7 +41,9 @@ func newDoctorCmd(g *globals) *cobra.Command {
 			"prints one line per check, [ok], [warn] or [fail], with a hint under every\n" +
 			"problem, and exits 1 if any check failed; --json carries the workspace_id. It\n" +
 			"writes nothing but, to learn whether an inbox can be archived in, an empty\n" +
-			"directory named .handoff-doctor-probe-<random> in it, removed at once.\n\n" +
+			"directory named .handoff-doctor-probe-<random> in it, removed at once. Hosts\n" +
+			"are checked as many at once as sync pulls: every host, up to half the available\n" +
+			"memory at 64 MiB a host, at most 64, at least 8.\n\n" +
 			"On a writer host (a mirror at " + defaultMirror + " or --mirror DIR, and no manifest)\n" +
 			"it checks the writer's side instead: the mirror present, complete and fresh\n" +
 			"(MIRROR.json) with every file as SHA256SUMS lists it; the Claude Code and Codex\n" +

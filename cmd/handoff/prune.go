@@ -54,7 +54,9 @@ ledger when a sync first builds it, so removing the bytes does not blank
 it; the output (and --dry-run's) says how many of the handoffs removed
 have such notes and what changes in repos/ for the others.
 The ledger's file keeps its size: SQLite reuses the space for
-the handoffs stored next. It holds the workspace lock like sync.
+the handoffs stored next. It holds the workspace lock like sync, and
+works on as many hosts at once as sync pulls: every host, up to half the
+available memory at 64 MiB a host, at most 64, at least 8.
 --older-than is at least 1h; --dry-run lists every file it would remove
 (stored bytes only by count).`,
 		Example: "  handoff prune --older-than 30d\n  handoff prune --older-than 90d --host laptop --dry-run",

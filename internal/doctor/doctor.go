@@ -20,6 +20,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/workspace"
@@ -76,7 +77,9 @@ type Options struct {
 	Manifest  *manifest.Manifest
 	Workspace string        // overrides the manifest's
 	Every     time.Duration // the timer's interval; 0 means DefaultEvery
-	Parallel  int           // hosts checked at once; 0 means 8
+	// Parallel is how many hosts are checked at once; 0: as many as sync
+	// pulls at once (fanout.HostsAtOnce).
+	Parallel int
 	// ConnectTimeout caps each host's connect deadline (the host's own
 	// timeout applies when shorter); 0 means DoctorConnectTimeout.
 	ConnectTimeout time.Duration
@@ -139,9 +142,6 @@ func Run(ctx context.Context, opts Options) *Report {
 	}
 	if opts.Every <= 0 {
 		opts.Every = DefaultEvery
-	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 8
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DoctorConnectTimeout
@@ -590,11 +590,16 @@ func doctorTimer(ctx context.Context) Check {
 // ---------------------------------------------------------------------------
 // Hosts.
 
-// doctorHosts checks hosts concurrently, at most opts.Parallel at once, and
-// returns their checks in manifest order.
+// doctorHosts checks hosts concurrently, at most opts.Parallel at once (by
+// default as many as sync pulls at once), and returns their checks in
+// manifest order.
 func doctorHosts(ctx context.Context, hosts []manifest.HostConfig, opts Options, facts *ledgerFacts) [][]Check {
 	out := make([][]Check, len(hosts))
-	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
+	parallel := opts.Parallel
+	if parallel <= 0 {
+		parallel = fanout.HostsAtOnce(len(hosts), fanout.Available())
+	}
+	setup.ForEachHost(hosts, parallel, func(i int, h manifest.HostConfig) {
 		out[i] = doctorHost(ctx, h, opts, facts)
 	})
 	return out

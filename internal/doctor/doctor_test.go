@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/internal/doctor"
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/internal/testkit/testenv"
@@ -736,4 +739,49 @@ func TestDoctorWaitingAndStale(t *testing.T) {
 		t.Errorf("%d inboxes warn of a waiting handoff, want 1: %+v", waiting, rep.Checks)
 	}
 	drWant(t, drOne(t, rep, "host away", "reachable"), doctor.CheckFail, "its last handoff arrived 6d0h ago")
+}
+
+// TestDoctorHostsAtOnce: with no Parallel set, doctor checks as many hosts
+// at once as sync pulls at once (fanout.HostsAtOnce), not a fixed 8.
+// Invariant: a fleet's doctor does not wait in waves that its sync does
+// not, so a host that is down holds up no more than it does in a sync.
+func TestDoctorHostsAtOnce(t *testing.T) {
+	const n = 12 // more than fanout.MinHosts, so the old fixed 8 shows
+	var yml strings.Builder
+	fmt.Fprintf(&yml, "version: 1\nworkspace: %s\nhosts:\n", filepath.Join(t.TempDir(), "ws"))
+	for i := range n {
+		fmt.Fprintf(&yml, "  - name: h%d\n    transport: local\n    inboxes: [/nonexistent/h%d/.claude/memory-handoffs]\n", i, i)
+	}
+	m, err := manifest.Parse([]byte(yml.String()), filepath.Join(t.TempDir(), "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", "") // no systemd: the timer check asks nobody
+	synctest.Test(t, func(t *testing.T) {
+		var dialing atomic.Int64
+		release := make(chan struct{})
+		dial := func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
+			dialing.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, errors.New("down")
+		}
+		before := fanout.Available()
+		done := make(chan *doctor.Report)
+		go func() { done <- doctor.Run(context.Background(), doctor.Options{Manifest: m, Dial: dial}) }()
+		synctest.Wait() // every check that can start is held in its dial
+		got := dialing.Load()
+		close(release)
+		rep := <-done
+		after := fanout.Available()
+		lo, hi := fanout.HostsAtOnce(n, min(before, after)), fanout.HostsAtOnce(n, max(before, after))
+		if got < int64(lo) || got > int64(hi) {
+			t.Errorf("%d hosts checked at once, want fanout.HostsAtOnce(%d) = %d..%d", got, n, lo, hi)
+		}
+		for i := range n {
+			drWant(t, drOne(t, rep, fmt.Sprintf("host h%d", i), "reachable"), doctor.CheckFail, "unreachable: down")
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
@@ -28,11 +29,13 @@ type Options struct {
 	// OlderThan: archived handoffs and spool files older than this go. It
 	// must be positive.
 	OlderThan time.Duration
-	DryRun    bool         // count what would go; change nothing
-	Parallel  int          // hosts pruned at once; 0 means 8
-	Log       *slog.Logger // nil discards
-	Dial      setup.Dialer // nil: DialHost
-	Now       func() time.Time
+	DryRun    bool // count what would go; change nothing
+	// Parallel is how many hosts are pruned at once; 0: as many as sync
+	// pulls at once (fanout.HostsAtOnce).
+	Parallel int
+	Log      *slog.Logger // nil discards
+	Dial     setup.Dialer // nil: DialHost
+	Now      func() time.Time
 }
 
 // Report is what Prune removed, or would remove in a dry run.
@@ -96,9 +99,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Parallel <= 0 {
-		opts.Parallel = 8
-	}
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -106,6 +106,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	hosts, wsDir, err := setup.Select(m, opts.Hosts, opts.Workspace)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = fanout.HostsAtOnce(len(hosts), fanout.Available())
 	}
 	_, unlock, err := setup.Lock(wsDir, opts.DryRun, "prune")
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -17,6 +19,7 @@ import (
 	"github.com/handoff-sync/handoff"
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/internal/fanout"
 	"github.com/handoff-sync/handoff/internal/layout"
 	"github.com/handoff-sync/handoff/internal/prune"
 	"github.com/handoff-sync/handoff/internal/setup"
@@ -471,4 +474,64 @@ func TestPruneReceipts(t *testing.T) {
 	if r, err := prune.Receipts(ctx, led, opts); err != nil || r.Files != 0 {
 		t.Fatalf("young receipts removed: %+v, %v", r, err)
 	}
+}
+
+// TestPruneHostsAtOnce: with no Parallel set, prune works on as many hosts
+// at once as sync pulls at once (fanout.HostsAtOnce), not a fixed 8.
+// Invariant: every host is pruned once and reported in manifest order,
+// whatever the fan-out.
+func TestPruneHostsAtOnce(t *testing.T) {
+	const n = 12 // more than fanout.MinHosts, so the old fixed 8 shows
+	e := testenv.NewEnv(t, "")
+	var yml strings.Builder
+	fmt.Fprintf(&yml, "version: 1\nworkspace: %s\nhosts:\n", e.WS)
+	for i := range n {
+		fmt.Fprintf(&yml, "  - name: h%d\n    transport: local\n    inboxes: [/nonexistent/h%d/.claude/memory-handoffs]\n", i, i)
+	}
+	m, err := manifest.Parse([]byte(yml.String()), filepath.Join(e.Dir, "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		var dialing atomic.Int64
+		release := make(chan struct{})
+		dial := func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
+			dialing.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, errors.New("down")
+		}
+		before := fanout.Available()
+		type result struct {
+			r   *prune.Report
+			err error
+		}
+		done := make(chan result)
+		go func() {
+			r, err := prune.Run(context.Background(), prune.Options{Manifest: m, OlderThan: thirtyDays, Dial: dial})
+			done <- result{r, err}
+		}()
+		synctest.Wait() // every host that can start is held in its dial
+		got := dialing.Load()
+		close(release)
+		res := <-done
+		after := fanout.Available()
+		lo, hi := fanout.HostsAtOnce(n, min(before, after)), fanout.HostsAtOnce(n, max(before, after))
+		if got < int64(lo) || got > int64(hi) {
+			t.Errorf("%d hosts pruned at once, want fanout.HostsAtOnce(%d) = %d..%d", got, n, lo, hi)
+		}
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		for i, h := range res.r.Hosts {
+			if h.Name != fmt.Sprintf("h%d", i) || !strings.Contains(h.Error, "down") {
+				t.Errorf("host %d: %+v, want h%d, down", i, h, i)
+			}
+		}
+		if len(res.r.Hosts) != n {
+			t.Errorf("%d hosts reported, want %d", len(res.r.Hosts), n)
+		}
+	})
 }

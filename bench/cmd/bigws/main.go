@@ -13,14 +13,18 @@
 // fixed ones, then rules/topic-NNN.md), in turn. Every tenth one has
 // next steps and continues the handoff its inbox got before it.
 //
-// receipts copies the workspace's latest.json (the idle run the script
-// made last) n times with fresh run ids, start and finish times every
-// -every before the workspace's first run (so n runs end where the real
-// ones begin), into .handoff/receipts/<run-id>.json, and records each
-// run in the ledger: through the ledger package's StartRun and FinishRun
-// when this build's ledger knows the workspace's schema, else with the
-// same statements; the times those write (now) are then set to the
-// run's.
+// receipts makes the year's other runs from the workspace's latest.json
+// (the idle run the script made last): n runs with fresh run ids, start
+// and finish times every -every before the workspace's first run (so n
+// runs end where the real ones begin), each written by the receipts
+// package's own writer as sync writes it (a per-run receipt whose quiet
+// inboxes are counted, not listed), and each recorded in the ledger:
+// through the ledger package's StartRun and FinishRun when this build's
+// ledger knows the workspace's schema, else with the same statements; the
+// times those write (now) are then set to the run's. No retention runs
+// here: the script's last real sync applies it, as every sync does. A
+// latest.json this build cannot decode (another version's) is copied byte
+// for byte instead, as the generator did before receipts were compacted.
 package main
 
 import (
@@ -38,6 +42,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/ingest/ledger"
+	"github.com/handoff-sync/handoff/receipts"
 	_ "modernc.org/sqlite"
 )
 
@@ -190,6 +195,21 @@ func receiptsCmd(args []string) error {
 		return err
 	}
 	took := head.FinishedAt.Sub(head.StartedAt)
+	write := copier(dir, idle, head.RunID, head.StartedAt, head.FinishedAt)
+	if rc, err := receipts.Decode(idle); err == nil {
+		log, err := os.ReadFile(filepath.Join(dir, "latest.log"))
+		if err != nil {
+			return err
+		}
+		write = func(id string, start, finish time.Time) error {
+			r := *rc
+			r.RunID, r.StartedAt, r.FinishedAt = id, start.UTC(), finish.UTC()
+			_, err := receipts.Write(dir, &r, log, false)
+			return err
+		}
+	} else {
+		fmt.Fprintf(os.Stderr, "bigws: this build does not read the idle run's receipt (%v): copying it byte for byte\n", err)
+	}
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	rows := make([]runRow, 0, *n)
 	for k := *n; k >= 1; k-- {
@@ -197,18 +217,7 @@ func receiptsCmd(args []string) error {
 		var b [3]byte
 		rand.Read(b[:])
 		id := start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-		data := idle
-		for _, sub := range [][2]string{
-			{`"run_id": "` + head.RunID + `"`, `"run_id": "` + id + `"`},
-			{`"started_at": "` + stamp(head.StartedAt) + `"`, `"started_at": "` + stamp(start) + `"`},
-			{`"finished_at": "` + stamp(head.FinishedAt) + `"`, `"finished_at": "` + stamp(start.Add(took)) + `"`},
-		} {
-			if !bytes.Contains(data, []byte(sub[0])) {
-				return fmt.Errorf("latest.json: no %s", sub[0])
-			}
-			data = bytes.Replace(data, []byte(sub[0]), []byte(sub[1]), 1)
-		}
-		if err := os.WriteFile(filepath.Join(dir, id+".json"), data, 0o600); err != nil {
+		if err := write(id, start, start.Add(took)); err != nil {
 			return err
 		}
 		r := model
@@ -216,16 +225,27 @@ func receiptsCmd(args []string) error {
 		r.receipt = filepath.Join(filepath.Dir(model.receipt), id+".json")
 		rows = append(rows, r)
 	}
-	if err := recordRuns(ctx, ledgerPath, rows); err != nil {
-		return err
+	return recordRuns(ctx, ledgerPath, rows)
+}
+
+// copier returns a writer of copies of the receipt idle, with the run id
+// and times replaced, each its own file; no fsync (a benchmark fixture).
+func copier(dir string, idle []byte, runID string, started, finished time.Time) func(id string, start, finish time.Time) error {
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	return func(id string, start, finish time.Time) error {
+		data := idle
+		for _, sub := range [][2]string{
+			{`"run_id": "` + runID + `"`, `"run_id": "` + id + `"`},
+			{`"started_at": "` + stamp(started) + `"`, `"started_at": "` + stamp(start) + `"`},
+			{`"finished_at": "` + stamp(finished) + `"`, `"finished_at": "` + stamp(finish) + `"`},
+		} {
+			if !bytes.Contains(data, []byte(sub[0])) {
+				return fmt.Errorf("latest.json: no %s", sub[0])
+			}
+			data = bytes.Replace(data, []byte(sub[0]), []byte(sub[1]), 1)
+		}
+		return os.WriteFile(filepath.Join(dir, id+".json"), data, 0o600)
 	}
-	// The directory's own fsync, once, for all of them.
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // recordRuns records rows as runs the ledger finished: with the ledger's
