@@ -497,6 +497,24 @@ type contHost struct {
 
 func (h contHost) path(rel string) string { return filepath.Join(h.root, rel) }
 
+// treeText is every path under dir and every regular file's bytes, for
+// a test that asserts a word is nowhere in a host's tree.
+func treeText(dir string) string {
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		b.WriteString(p + "\n")
+		if d.Type().IsRegular() {
+			data, _ := os.ReadFile(p)
+			b.Write(data)
+		}
+		return nil
+	})
+	return b.String()
+}
+
 // needGit fails the test without git when the e2e tools are required, and
 // skips it otherwise.
 func needGit(t *testing.T) {
@@ -632,21 +650,6 @@ func TestContinuityOverOpenSSH(t *testing.T) {
 	// Privacy, on each host's file tree: nothing of the laptop's private
 	// root reaches the server or ci, nothing of the server's private
 	// repository reaches the laptop or ci; each host keeps its own.
-	treeText := func(dir string) string {
-		var b strings.Builder
-		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			b.WriteString(p + "\n")
-			if d.Type().IsRegular() {
-				data, _ := os.ReadFile(p)
-				b.Write(data)
-			}
-			return nil
-		})
-		return b.String()
-	}
 	leaks := map[string][]string{
 		// A private handoff's document append ("- bank tool" in TOOLS.md)
 		// counts: private means everything it wrote (docs/manifest.md).
