@@ -233,7 +233,7 @@ EOF
   # known_hosts line for the proxy port of this host and for the veth address
   port=$((22100 + h))
   key=$(cut -d' ' -f1,2 "$HD/etc/ssh_host_ed25519_key.pub")
-  echo "[127.0.0.1]:$port $key" >"$HD/known_hosts_line"
+  printf '[127.0.0.1]:%s %s\n10.77.%s.2 %s\n' "$port" "$key" "$h" "$key" >"$HD/known_hosts_line"
 done
 wait # for the hosts being built
 for h in $(seq 1 "$K"); do
