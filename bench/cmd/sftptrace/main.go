@@ -36,11 +36,12 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	out := bufio.NewWriterSize(f, 1<<20)
+	// Each line is written at once: sshd may kill the subsystem when the
+	// client drops the connection, and a buffer would be lost with it.
 	var mu sync.Mutex
 	note := func(dir string, typ byte, id uint32, n int) {
 		mu.Lock()
-		fmt.Fprintf(out, "%d %s %d %d %d\n", time.Now().UnixNano(), dir, typ, id, n)
+		fmt.Fprintf(f, "%d %s %d %d %d\n", time.Now().UnixNano(), dir, typ, id, n)
 		mu.Unlock()
 	}
 
@@ -66,11 +67,6 @@ func main() {
 	in.Close()
 	<-done
 	_ = cmd.Wait()
-	mu.Lock()
-	if err := out.Flush(); err != nil {
-		log.Fatal(err)
-	}
-	mu.Unlock()
 	if err := f.Close(); err != nil {
 		log.Fatal(err)
 	}
