@@ -4,7 +4,7 @@ BIN       ?= bin/handoff
 PKGS      := ./...
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: build test test-short lint fmt bench bench-quick bench-net bench-big demo torture fuzz fuzz-ci clean
+.PHONY: build test test-short lint fmt bench bench-quick bench-tcp bench-round7 bench-net bench-big demo torture fuzz fuzz-ci clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/handoff
@@ -36,6 +36,17 @@ bench:
 bench-quick:
 	bench/run.sh -k 2 -r 10 -f 0 -t 20 -n 3
 	bench/run.sh -k 2 -r 10 -f 1 -t 20 -n 3
+
+# The real-TCP harness (issue 49; root): the same cells with every packet
+# entering a host's namespace held for the RTT (bench/cmd/nfqdelay) instead
+# of a proxy, so TCP's windows and slow start see it.
+bench-tcp:
+	DELAY=nfq bench/run.sh -k 2 -r 10 -f 0 -t 100 -n 3 -T "handoff rsync-pruned rsync-fsync"
+	DELAY=nfq bench/run.sh -k 2 -r 10 -f 1 -t 100 -n 3 -T "handoff rsync-pruned rsync-fsync"
+
+# Round seven's cells on both harnesses (docs/BENCHMARKS.md, round seven; about an hour).
+bench-round7:
+	bench/round7.sh
 
 # The full grid K x R x F x RTT as docs/BENCHMARKS-history.md reports it (3 runs a
 # cell, 1 at K=32 R=100 and for rclone where one run takes minutes: about

@@ -79,6 +79,40 @@ def main():
     a = ap.parse_args()
     rows = load(a.csv)
     if a.grid:
+        delays = sorted({r.get("delay") or "proxy" for r in rows})
+        for d in delays:
+            if len(delays) > 1:
+                print(f"\n#### delay: {d}\n")
+            grid([r for r in rows if (r.get("delay") or "proxy") == d])
+        if any(r.get("client_cg_s") for r in rows):
+            cpu_split(rows)
+        return
+    single(rows, a)
+
+
+def cpu_split(rows):
+    """Medians of each side's CPU (cgroups) and of the machine's busy
+    time, per run and per handoff, and the summed peak memory."""
+    by = defaultdict(list)
+    for r in rows:
+        if r["verified"] == "ok" and r.get("client_cg_s"):
+            by[(r.get("delay") or "proxy", int(r["k"]), int(r["r"]), int(r["f"]), r["tool"])].append(r)
+    print("\n| delay | K | R | F | tool | runs | median s | client cpu s | hosts' sshd cpu s | delay cpu s | sum s | machine busy s | sum ms / handoff | machine ms / handoff | summed peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(by, key=lambda k: (k[0], k[1:4], ORDER.index(k[4]) if k[4] in ORDER else 99)):
+        rs = by[key]
+        m = lambda c: statistics.median(float(r[c]) for r in rs)
+        n = key[1] * key[2] * key[3]
+        tot = m("client_cg_s") + m("hosts_cg_s") + m("delay_cg_s")
+        per = f"{1000 * tot / n:.2f}" if n else "–"
+        mper = f"{1000 * m('machine_cpu_s') / n:.2f}" if n else "–"
+        mems = [float(r["mem_peak_mib"]) for r in rs if r.get("mem_peak_mib")]
+        mem = f"{max(mems):.0f}" if mems else "–"
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {len(rs)} | {m('seconds'):.2f} | {m('client_cg_s'):.2f} | {m('hosts_cg_s'):.2f} | {m('delay_cg_s'):.2f} | {tot:.2f} | {m('machine_cpu_s'):.2f} | {per} | {mper} | {mem} |")
+
+
+def grid(rows):
+    if True:
         cells = defaultdict(list)
         shape = lambda r: (int(r["k"]), int(r["r"]), int(r["f"]), int(r["rtt_ms"]))
         big = {shape(r) for r in rows if r.get("ws") == "big"}
@@ -114,7 +148,9 @@ def main():
             print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {runs} | {f('handoff')} | {f('rsync-plain')} | {f('rsync-pruned')} | {f('rsync-fsync')} | {f('rclone')} | "
                   f"{ratio(med.get('handoff'), med.get('rsync-pruned'))} | {ratio(med.get('handoff'), med.get('rsync-fsync'))} | {ratio(med.get('handoff'), med.get('rclone'))} | {big} | "
                   f"{c('handoff')} | {c('rsync-pruned')} | {mem} | {wall_rt} | {floor} | {rt} |")
-        return
+
+
+def single(rows, a):
     by, bad, med, rts, rtmax, cpu, rss = cell_table(rows)
     cell = rows[0]["cell"] if rows else "?"
     print(f"### {cell}\n")

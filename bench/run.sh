@@ -72,12 +72,41 @@
 # reports a process's own and its reaped children's maximum, not their
 # sum).
 #
+# DELAY=nfq (default DELAY=proxy) delays packets instead of proxying
+# bytes: the tools connect straight to each host's sshd (10.77.K.2:22),
+# and bench/cmd/nfqdelay holds every packet entering a host's namespace
+# (iptables NFQUEUE there) for the RTT before the kernel takes it, so
+# TCP's handshake, slow start, windows and acknowledgements see the round
+# trip as on a real link. The whole RTT is spent on the way in (client to
+# host); the way out is not held. The RTT check adds ping's median across
+# the veth. The delaying proxy still runs, with no delay, only for the
+# round-trip counts of the RTT check and the floor; runs in nfq mode have
+# no per-run proxy count (use DELAY=proxy for those). When run.sh exits,
+# even on failure, it removes the rules, stops nfqdelay, and (both
+# modes) stops the sshd's and deletes the namespaces (bench/teardown.sh
+# -n); the next bench/setup.sh makes them again. KEEP_NET=1 keeps them.
+#
+# PARALLEL=default runs handoff without --parallel (the fan-out sync
+# picks itself, internal/fanout); unset, each run passes --parallel K.
+#
+# CPU is split by cgroup (cgroup v1 cpuacct, hbench-client,
+# hbench-hosts, hbench-delay): the tool's processes, the hosts' sshd
+# sessions (their sftp included), and nfqdelay (the verdicts re-inject
+# packets, so the hosts' TCP receive work lands there too); and the
+# whole machine's busy time from /proc/stat (other users of the
+# machine included). Columns client_cg_s, hosts_cg_s, delay_cg_s,
+# machine_cpu_s. MEM=1 also samples, every 0.2 s, the summed resident
+# set of every process in hbench-client (the run, its workers, ssh
+# clients) into mem_peak_mib.
+#
 # PROFILE=1 also keeps handoff's --verbose JSON log of each run, a CPU
 # profile of the run and of each worker (cpu-N/sync-<pid>.cpu, worker-<pid>.cpu), and writes its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
 # per host, ingest) to phases-N.md.
 set -euo pipefail
 
 K=2 R=10 F=1 RTT=20 N=3
+DELAY=${DELAY:-proxy}
+case $DELAY in proxy | nfq) ;; *) echo "run.sh: DELAY=proxy or DELAY=nfq" >&2; exit 2 ;; esac
 TOOLS="handoff rsync-plain rsync-pruned rsync-fsync rclone"
 WS=empty
 [ "${BIG_WS:-0}" = 1 ] && WS=big
@@ -114,6 +143,12 @@ W=$BENCH_DIR/work
 KEYS=$BENCH_DIR/keys
 RESULTS=$HERE/results
 CELL="K${K}-R${R}-F${F}-RTT${RTT}"
+[ "$DELAY" = proxy ] || CELL="$CELL-$DELAY"
+[ "${PARALLEL:-}" = default ] && CELL="$CELL-pdefault"
+# host_addr H, host_port H: where the tools reach host H: the delaying
+# proxy, or (DELAY=nfq) the host's own sshd behind its delayed veth.
+host_addr() { if [ "$DELAY" = nfq ]; then echo "10.77.$1.2"; else echo 127.0.0.1; fi; }
+host_port() { if [ "$DELAY" = nfq ]; then echo 22; else echo $((22100 + $1)); fi; }
 # is_handoff TOOL: a handoff variant, on either workspace; ws_of TOOL:
 # the workspace its runs start from; hbin_of TOOL: its binary.
 is_handoff() { [ "${1:0:7}" = handoff ]; }
@@ -133,13 +168,29 @@ OUT=$RESULTS/$CELL-$STAMP
 mkdir -p "$BIN" "$W" "$RESULTS" "$OUT"
 SSHOPTS="-i $KEYS/id_ed25519 -o UserKnownHostsFile=$KEYS/known_hosts -o StrictHostKeyChecking=yes -o BatchMode=yes -o IdentitiesOnly=yes"
 
+# From here on, whatever happens, the network goes when run.sh does.
+cleanup_net() {
+  if [ -n "${NFQ:-}" ]; then
+    local h
+    for h in $(seq 1 "$K"); do
+      ip netns exec "hb$h" "$IPT" -t mangle -D PREROUTING -i eth0 -j NFQUEUE --queue-num 0 2>/dev/null || true
+    done
+    kill "$NFQ" 2>/dev/null || true
+    wait "$NFQ" 2>/dev/null || true
+  fi
+  [ "${KEEP_NET:-0}" = 1 ] || "$HERE/teardown.sh" -n >&2
+  local g
+  for g in "${CGC:-}" "${CGH:-}" "${CGD:-}"; do [ -n "$g" ] && rmdir "$g" 2>/dev/null; done
+  return 0
+}
+trap cleanup_net EXIT
 "$HERE/setup.sh" -k "$K" -r "$R" -f "$F" >&2
 
 # handoff is built from a snapshot of a commit (HANDOFF_REV, default HEAD),
 # never from the working tree, which others may be editing mid-run;
 # HANDOFF_REV=worktree builds the working tree as it is.
 "$HERE/build.sh" "$BIN/handoff" >&2
-(cd "$MAIN" && go build -o "$BIN/delayproxy" ./bench/cmd/delayproxy)
+(cd "$MAIN" && go build -o "$BIN/delayproxy" ./bench/cmd/delayproxy && go build -o "$BIN/nfqdelay" ./bench/cmd/nfqdelay)
 
 # -w big: each handoff variant's big workspace, made by its own binary
 # (bench/bigws.sh; cached, so only a new binary waits for one), or by
@@ -155,21 +206,52 @@ done
 STATS=$OUT/proxy-stats.jsonl
 maps=()
 for h in $(seq 1 "$K"); do maps+=(-map "h$h=127.0.0.1:$((22100 + h))=10.77.$h.2:22"); done
-"$BIN/delayproxy" -rtt "${RTT}ms" -stats "$STATS" "${maps[@]}" 2>"$OUT/proxy.log" &
+PROXY_RTT=$RTT
+[ "$DELAY" = nfq ] && PROXY_RTT=0 # only counts round trips; nfqdelay delays
+"$BIN/delayproxy" -rtt "${PROXY_RTT}ms" -stats "$STATS" "${maps[@]}" 2>"$OUT/proxy.log" &
 PROXY=$!
-cleanup() { kill "$PROXY" 2>/dev/null || true; wait "$PROXY" 2>/dev/null || true; }
+cleanup() { kill "$PROXY" 2>/dev/null || true; wait "$PROXY" 2>/dev/null || true; cleanup_net; }
 trap cleanup EXIT
+
+# --- CPU by cgroup (cgroup v1 cpuacct) ------------------------------------------
+CG=/sys/fs/cgroup/cpuacct
+CGC=$CG/hbench-client CGH=$CG/hbench-hosts CGD=$CG/hbench-delay
+mkdir -p "$CGC" "$CGH" "$CGD"
+for h in $(seq 1 "$K"); do # the sshd listeners; their sessions inherit
+  cat "/run/hbench-h$h.pid" >"$CGH/cgroup.procs"
+done
+
+# --- the packet delay (DELAY=nfq) ---------------------------------------------------
+IPT=${IPTABLES:-iptables-legacy}
+NFQ=""
+if [ "$DELAY" = nfq ] && [ "$RTT" != 0 ]; then
+  nss=()
+  for h in $(seq 1 "$K"); do nss+=(-ns "hb$h"); done
+  "$BIN/nfqdelay" -delay "${RTT}ms" -stats "$OUT/nfq-stats.jsonl" "${nss[@]}" >"$OUT/nfq.out" 2>"$OUT/nfq.log" &
+  NFQ=$!
+  echo "$NFQ" >"$CGD/cgroup.procs"
+  for _ in $(seq 100); do grep -q ready "$OUT/nfq.out" 2>/dev/null && break; kill -0 "$NFQ" || break; sleep 0.05; done
+  grep -q ready "$OUT/nfq.out" || { echo "run.sh: nfqdelay did not start: $(cat "$OUT/nfq.log")" >&2; exit 1; }
+  for h in $(seq 1 "$K"); do
+    ip netns exec "hb$h" "$IPT" -t mangle -A PREROUTING -i eth0 -j NFQUEUE --queue-num 0
+  done
+fi
 for _ in $(seq 50); do
   if (exec 3<>/dev/tcp/127.0.0.1/$((22100 + K))) 2>/dev/null; then break; fi
   sleep 0.1
 done
 
 # --- RTT check -------------------------------------------------------------------
-probe=$("$BIN/delayproxy" probe -n 7 127.0.0.1:22101)
+probe=$("$BIN/delayproxy" probe -n 7 "$(host_addr 1):$(host_port 1)")
+ping_med=""
+if [ "$DELAY" = nfq ]; then
+  ping_med=$(ping -q -c 7 -i 0.2 "$(host_addr 1)" | awk -F/ '/^rtt/ {print $5}')
+  ping_med="; ping across the veth: avg ${ping_med} ms"
+fi
 ssh_true=()
 for _ in 1 2 3 4 5; do
   t0=$(date +%s.%N)
-  ssh -p 22101 $SSHOPTS hbench@127.0.0.1 true
+  ssh -p "$(host_port 1)" $SSHOPTS "hbench@$(host_addr 1)" true
   t1=$(date +%s.%N)
   ssh_true+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')")
 done
@@ -200,7 +282,7 @@ t1=$(date +%s.%N)
 empty_secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
 sleep 0.2
 setup_rt=$(( $(tail -n +$((before + 1)) "$STATS" | jq -s 'map(.round_trips) | add') - 2 ))
-echo "handoff $(cat "$BIN/handoff.rev"); rtt-check: requested ${RTT} ms; TCP connect to first server byte: $probe (2 RTT on a real link); ssh host true: median ${ssh_true_med} s (${ssh_true[*]}); OpenSSH empty SFTP session: $sftp_rt round trips; handoff session setup: $setup_rt round trips (an empty handoff sync of one host: ${empty_secs} s)$variants" | tee "$OUT/rtt.txt" >&2
+echo "handoff $(cat "$BIN/handoff.rev"); delay: $DELAY; rtt-check: requested ${RTT} ms$ping_med; TCP connect to first server byte: $probe (2 RTT on a real link); ssh host true: median ${ssh_true_med} s (${ssh_true[*]}); OpenSSH empty SFTP session: $sftp_rt round trips; handoff session setup: $setup_rt round trips (an empty handoff sync of one host: ${empty_secs} s)$variants" | tee "$OUT/rtt.txt" >&2
 
 # --- the tools ---------------------------------------------------------------------
 cat >"$W/writers.yaml" <<EOF
@@ -213,7 +295,7 @@ for h in $(seq 1 "$K"); do
   cat >>"$W/writers.yaml" <<EOF
   - name: h$h
     transport: ssh
-    ssh: {host: 127.0.0.1, port: $((22100 + h)), user: hbench, identity_file: $KEYS/id_ed25519, known_hosts: $KEYS/known_hosts}
+    ssh: {host: $(host_addr "$h"), port: $(host_port "$h"), user: hbench, identity_file: $KEYS/id_ed25519, known_hosts: $KEYS/known_hosts}
     discover: [{root: $BENCH_DIR/hosts/h$h/code, max_depth: 2}]
 EOF
 done
@@ -222,8 +304,8 @@ for h in $(seq 1 "$K"); do
   cat >>"$W/rclone.conf" <<EOF
 [h$h]
 type = sftp
-host = 127.0.0.1
-port = $((22100 + h))
+host = $(host_addr "$h")
+port = $(host_port "$h")
 user = hbench
 key_file = $KEYS/id_ed25519
 known_hosts_file = $KEYS/known_hosts
@@ -253,7 +335,8 @@ run_tool() { # tool rep -> prints seconds
       local hbin tag=$rep
       hbin=$(hbin_of "$tool")
       [ "$tool" = handoff ] || tag=$tool-$rep
-      local extra=()
+      local extra=() par=(--parallel "$K")
+      [ "${PARALLEL:-}" = default ] && par=()
       local prof=()
       if [ "${PROFILE:-0}" = 1 ]; then
         extra=(--verbose --log-format json)
@@ -272,7 +355,7 @@ run_tool() { # tool rep -> prints seconds
         fi
       fi
       env -u SSH_AUTH_SOCK HOME="$W/home" "${prof[@]}" "${perf[@]}" /usr/bin/time -f %M -o "$OUT/rss-$tag.txt" "$hbin" "${extra[@]}" sync --manifest "$W/writers.yaml" \
-        --workspace "$SCRATCH/ws" --parallel "$K" --json >"$OUT/receipt-$tag.json" 2>"$OUT/$tool-$rep.log" || {
+        --workspace "$SCRATCH/ws" "${par[@]}" --json >"$OUT/receipt-$tag.json" 2>"$OUT/$tool-$rep.log" || {
         echo "$tool sync exited $? (see $OUT/$tool-$rep.log)" >&2; return 1; }
       ;;
     rsync-plain | rsync-pruned | rsync-fsync)
@@ -286,10 +369,10 @@ run_tool() { # tool rep -> prints seconds
           --include='/*/*/.claude/memory-handoffs/*.md' --include='/*/*/.codex/memory-handoffs/*.md' --exclude='*')
       fi
       for h in $(seq 1 "$K"); do
-        port=$((22100 + h))
+        port=$(host_port "$h")
         mkdir -p "$DEST/$tool/h$h"
         rsync -a -m --remove-source-files "${durable[@]}" "${filt[@]}" -e "ssh -p $port $SSHOPTS" \
-          "hbench@127.0.0.1:$BENCH_DIR/hosts/h$h/code/" "$DEST/$tool/h$h/" 2>>"$OUT/$tool-$rep.log" &
+          "hbench@$(host_addr "$h"):$BENCH_DIR/hosts/h$h/code/" "$DEST/$tool/h$h/" 2>>"$OUT/$tool-$rep.log" &
         pids+=($!)
       done
       ;;
@@ -433,8 +516,30 @@ for tool in $TOOLS; do
   echo "warm-up $tool: $(ls "$W/walks-$tool" "$W/ws-$tool/.handoff/walks" 2>/dev/null | grep -c json) walk hint(s) kept$(keep_ws "$tool" && echo ", with its workspace")" >&2
 done
 
+# cg_usage: the nanoseconds of CPU each side's cgroup has used so far
+# (client, hosts, delay); machine_busy: the whole machine's busy seconds
+# (/proc/stat: all but idle and iowait).
+cg_usage() { echo "$(cat "$CGC/cpuacct.usage") $(cat "$CGH/cpuacct.usage") $(cat "$CGD/cpuacct.usage")"; }
+machine_busy() {
+  awk -v hz="$TICKS" '$1 == "cpu" { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat
+}
+# mem_sample OUT: until killed, the peak of the summed resident sets of
+# the processes in hbench-client, in bytes, into OUT.
+PAGE=$(getconf PAGESIZE)
+mem_sample() {
+  local peak=0 sum p rss
+  while :; do
+    sum=0
+    while read -r p; do
+      { read -r _ rss _ <"/proc/$p/statm"; } 2>/dev/null && sum=$((sum + rss))
+    done <"$CGC/cgroup.procs"
+    if ((sum > peak)); then peak=$sum; echo $((peak * PAGE)) >"$1"; fi
+    sleep 0.2
+  done
+}
+
 CSV=$OUT/runs.csv
-echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s,rss_mib,ws,server_cpu_s" >"$CSV"
+echo "cell,k,r,f,rtt_ms,rep,tool,seconds,verified,rt_per_host_median,rt_per_host_max,bytes_per_host_median,floor_rt,cpu_s,rss_mib,ws,server_cpu_s,delay,client_cg_s,hosts_cg_s,delay_cg_s,machine_cpu_s,mem_peak_mib" >"$CSV"
 read -r -a tools <<<"$TOOLS"
 nt=${#tools[@]}
 for rep in $(seq 1 "$N"); do
@@ -448,20 +553,40 @@ for rep in $(seq 1 "$N"); do
     before=$(wc -l <"$STATS")
     times >"$OUT/times-before"
     srv0=$(server_cpu)
+    read -r cgc0 cgh0 cgd0 < <(cg_usage)
+    mach0=$(machine_busy)
+    MS=""
+    if [ "${MEM:-0}" = 1 ]; then
+      rm -f "$OUT/mem-$tool-$rep.txt"
+      mem_sample "$OUT/mem-$tool-$rep.txt" &
+      MS=$!
+    fi
     t0=$(date +%s.%N)
     ok=1
-    run_tool "$tool" "$rep" || ok=0
+    (echo "$BASHPID" >"$CGC/cgroup.procs" && run_tool "$tool" "$rep") || ok=0
     t1=$(date +%s.%N)
     times >"$OUT/times-after"
+    mach1=$(machine_busy)
+    read -r cgc1 cgh1 cgd1 < <(cg_usage)
+    if [ -n "$MS" ]; then kill "$MS"; wait "$MS" 2>/dev/null || true; fi
     sleep 0.3 # let the hosts' sshd reap their sessions and the proxy log the closed connections
     srv=$(awk -v a="$srv0" -v b="$(server_cpu)" 'BEGIN{printf "%.2f", b-a}')
     is_handoff "$tool" && keep_walks "$tool"
     cpu=$(awk -v a="$(cpu_of "$OUT/times-before")" -v b="$(cpu_of "$OUT/times-after")" 'BEGIN{printf "%.2f", b-a}')
     secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b-a}')
+    # the hosts' sessions end just after the client: read their cgroup
+    # again after the pause above
+    read -r _ cgh1 _ < <(cg_usage)
+    cgsplit=$(awk -v c0="$cgc0" -v c1="$cgc1" -v h0="$cgh0" -v h1="$cgh1" -v d0="$cgd0" -v d1="$cgd1" -v m0="$mach0" -v m1="$mach1" \
+      'BEGIN { printf "%.2f,%.2f,%.2f,%.2f", (c1 - c0) / 1e9, (h1 - h0) / 1e9, (d1 - d0) / 1e9, m1 - m0 }')
+    memp=""
+    [ -s "$OUT/mem-$tool-$rep.txt" ] && memp=$(awk '{ printf "%.1f", $1 / 1048576 }' "$OUT/mem-$tool-$rep.txt")
     rtmed="" rtmax="" bmed="" rss=""
     if is_handoff "$tool"; then
       ptag=$rep; [ "$tool" = handoff ] || ptag=$tool-$rep
       rss=$(awk 'END { if ($1 ~ /^[0-9]+$/) printf "%.1f", $1 / 1024 }' "$OUT/rss-$ptag.txt" 2>/dev/null || true)
+    fi
+    if is_handoff "$tool" && [ "$DELAY" = proxy ]; then
       read -r rtmed rtmax bmed < <(tail -n +$((before + 1)) "$STATS" | jq -rs '
         group_by(.host) | map({rt: (map(.round_trips) | add), b: (map(.bytes_c2s + .bytes_s2c) | add)})
         | (map(.rt) | sort) as $r | (map(.b) | sort) as $b
@@ -473,8 +598,8 @@ for rep in $(seq 1 "$N"); do
     fi
     v=$(verify "$tool" "$rep")
     [ "$ok" = 1 ] || v="exit-status-nonzero; $v"
-    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" "$rss" "$(is_handoff "$tool" && ws_of "$tool")" "$srv" >>"$CSV"
-    printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  sshd cpu %6.2f s  %s%s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$srv" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" "${rss:+  rss $rss MiB}" >&2
+    printf '%s,%s,%s,%s,%s,%s,%s,%.3f,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$CELL" "$K" "$R" "$F" "$RTT" "$rep" "$tool" "$secs" "$v" "$rtmed" "$rtmax" "$bmed" "$floor_rt" "$cpu" "$rss" "$(is_handoff "$tool" && ws_of "$tool")" "$srv" "$DELAY" "$cgsplit" "$memp" >>"$CSV"
+    printf 'run %s/%s %-13s %8.2f s  cpu %6.2f s  sshd cpu %6.2f s  cgroups client,hosts,delay,machine %s  %s%s%s%s\n' "$rep" "$N" "$tool" "$secs" "$cpu" "$srv" "$cgsplit" "$v" "${rtmed:+  round trips/host median $rtmed max $rtmax}" "${rss:+  rss $rss MiB}" "${memp:+  summed rss peak $memp MiB}" >&2
   done
 done
 

@@ -17,6 +17,11 @@
 # Handoffs alternate document appends and card creations; every one has
 # unique content and card name, and an mtime an hour old (past settle).
 #
+# SFTP_TRACE=1 runs each host's SFTP server behind bench/cmd/sftptrace,
+# which logs every request and reply with its time into
+# $BENCH_DIR/trace/sftp-<pid>.log (bench/waves.py names the round trips
+# from them); without it, the next setup puts internal-sftp back.
+#
 # Re-running with the same k/r/f does nothing; with another r it rebuilds the
 # trees of the hosts whose shape changed, with another f only their
 # handoffs (4 hosts at a time); hosts above k are left alone (their sshd
@@ -172,6 +177,15 @@ build_host() {
   echo "R=$R F=$F" >"$HD/shape"
 }
 
+# --- the SFTP server -------------------------------------------------------------
+SUBSYSTEM=internal-sftp
+if [ "${SFTP_TRACE:-0}" = 1 ]; then
+  mkdir -p "$BENCH_DIR/bin" "$BENCH_DIR/trace"
+  (cd "$(dirname "$0")/.." && go build -o "$BENCH_DIR/bin/sftptrace" ./bench/cmd/sftptrace)
+  chown "$BUSER:" "$BENCH_DIR/trace"
+  SUBSYSTEM="$BENCH_DIR/bin/sftptrace $BENCH_DIR/trace"
+fi
+
 # --- the hosts -----------------------------------------------------------------
 for h in $(seq 1 "$K"); do
   ns=hb$h
@@ -210,7 +224,7 @@ UseDNS no
 MaxStartups 200:30:400
 MaxSessions 100
 LogLevel ERROR
-Subsystem sftp internal-sftp
+Subsystem sftp $SUBSYSTEM
 EOF
   pidf=/run/hbench-h$h.pid
   if ! cmp -s "$HD/etc/sshd_config" "$HD/etc/sshd_config.running" && [ -f "$pidf" ]; then
@@ -233,7 +247,7 @@ EOF
   # known_hosts line for the proxy port of this host and for the veth address
   port=$((22100 + h))
   key=$(cut -d' ' -f1,2 "$HD/etc/ssh_host_ed25519_key.pub")
-  echo "[127.0.0.1]:$port $key" >"$HD/known_hosts_line"
+  printf '[127.0.0.1]:%s %s\n10.77.%s.2 %s\n' "$port" "$key" "$h" "$key" >"$HD/known_hosts_line"
 done
 wait # for the hosts being built
 for h in $(seq 1 "$K"); do
