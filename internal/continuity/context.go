@@ -277,6 +277,15 @@ func onDisk(ctx context.Context, fsys transport.FS, repo string) repoOnDisk {
 	return d
 }
 
+// NotReached says why the canonical host's sync does not reach the
+// repository at repo whose inboxes are in the harness directories
+// harnesses, as reach says, and what would fix it; "" when it is
+// reached or reach cannot tell. Doctor asks it of the inboxes its wider
+// walk finds (opt-out markers are that walk's to honour).
+func NotReached(reach *mirror.Reach, repo string, harnesses []string) (why, fix string) {
+	return notReached(reach, repo, repoOnDisk{harnesses: harnesses})
+}
+
 // notReached says why the canonical host's sync does not reach the
 // repository at repo, as reach (the host's discovery roots, declared
 // inboxes and harness directories at the last publish) and what the
