@@ -217,8 +217,16 @@ func (ru *run) open(ctx context.Context) error {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	oc := ru.opts.Manifest.OpenClaw
+	// A private handoff's append to a shared document waits in review;
+	// when the rule cannot be read, the documents it would write are
+	// still withheld from the other hosts at publish (PrivateTargets).
+	hold, err := continuity.PrivateAppends(ctx, st.led, ru.opts.Manifest)
+	if err != nil {
+		ru.log.Warn("could not tell which documents private handoffs may append to; their appends are withheld at publish", "err", err)
+	}
 	ing, err := ingest.New(ingest.Options{Workspace: ru.wsDir, RunID: ru.r.RunID, DryRun: ru.opts.DryRun, Log: ru.log,
-		OpenClaw: ingest.OpenClawOptions{Layout: oc.Layout, Config: oc.Config, CardIndex: oc.CardIndexOn()}}, st.led, st.spool)
+		OpenClaw:    ingest.OpenClawOptions{Layout: oc.Layout, Config: oc.Config, CardIndex: oc.CardIndexOn()},
+		HoldPrivate: hold}, st.led, st.spool)
 	if err != nil {
 		return err
 	}

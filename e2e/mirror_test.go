@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/internal/failpoint"
 	"github.com/handoff-sync/handoff/internal/testkit/hostile"
 	"github.com/handoff-sync/handoff/internal/testkit/sshdtest"
@@ -606,8 +607,19 @@ func TestContinuityOverOpenSSH(t *testing.T) {
 
 	r := runHandoff(t, env, "sync", "--manifest", manifestPath, "--json")
 	rc := decodeReceipt(t, r)
-	if r.code != 0 || rc.Counts.Pulled != 3 || rc.Counts.Routed != 3 {
-		t.Fatalf("sync: %v\n%+v", r, rc.Counts)
+	// The three append to TOOLS.md. The first to arrive creates it; the
+	// laptop's private bank note, coming after a public one, waits in
+	// review (private-append) so that the shared TOOLS.md keeps
+	// flowing. The server's internal note is private by its origin,
+	// which the run learns only after its ingest: it is applied, and
+	// withheld at publish.
+	if r.code != 0 || rc.Counts.Pulled != 3 || rc.Counts.Routed+rc.Counts.Review != 3 || rc.Counts.Review > 1 {
+		t.Fatalf("sync: %v\n%+v\n%+v", r, rc.Counts, rc.Handoffs)
+	}
+	for _, h := range rc.Handoffs {
+		if h.Result == receipts.ResultReview && (h.Reason != ingest.ReasonPrivateAppend || !strings.Contains(h.Name, "bank")) {
+			t.Errorf("%s waits in review (%s); only the private bank note may, as private-append", h.Name, h.Reason)
+		}
 	}
 	for _, name := range []string{"laptop", "server", "ci"} {
 		if m := receiptHost(t, rc, name).Mirror; m == nil || m.Outcome != mirror.OutcomeOK {

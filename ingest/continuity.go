@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -65,6 +66,12 @@ func ContinuesKey(s string) string {
 	if line == "" || !utf8.ValidString(line) || strings.ContainsFunc(line, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return ""
 	}
+	// Every kind of space, and what draws nothing, is refused like the
+	// ASCII space: "a\u00a0b.md" or "a\u200bb.md" would name a handoff
+	// that reads as another one.
+	if strings.ContainsFunc(line, blankInKey) {
+		return ""
+	}
 	if i := strings.LastIndexByte(line, '/'); i >= 0 {
 		line = line[i+1:]
 	}
@@ -81,6 +88,18 @@ func ContinuesKey(s string) string {
 		return ""
 	}
 	return line
+}
+
+// blankInKey reports whether r is a space or separator of any kind, a
+// control or format character (zero-width spaces and joiners, bidi
+// controls), or a filler that draws nothing: none may be in a thread key.
+// Combining marks are allowed, since a name may hold an accented letter.
+func blankInKey(r rune) bool {
+	switch r {
+	case '\u115f', '\u1160', '\u3164', '\uffa0', '\u2800', '\u034f':
+		return true
+	}
+	return unicode.IsSpace(r) || unicode.In(r, unicode.Zs, unicode.Zl, unicode.Zp, unicode.Cc, unicode.Cf) || isVariationSelector(r)
 }
 
 func isHex(s string) bool {

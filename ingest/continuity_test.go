@@ -31,6 +31,34 @@ func TestContinuesKey(t *testing.T) {
 	}
 }
 
+// TestContinuesKeyUnicodeSpaces: a key holding any kind of space, or a
+// character that draws nothing, is refused as the ASCII space is.
+// Invariant: a key that reads like another handoff's name (a no-break,
+// ideographic or zero-width space where a reader sees a space or
+// nothing) never becomes a thread key, so it cannot join a thread it
+// only looks like.
+func TestContinuesKeyUnicodeSpaces(t *testing.T) {
+	for _, sp := range []string{" ", "\u00a0", "\u2002", "\u2009", "\u200a", "\u202f", "\u205f", "\u3000", "\u1680",
+		"\u2028", "\u2029", "\u0085", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u180e", "\u3164", "\u2800", "\ufe0f", "\u202e"} {
+		for _, in := range []string{"2026-12-02-1700" + sp + "deploy.md", "deploy" + sp + ".md", "`a" + sp + "b.md`"} {
+			if got := ContinuesKey(in); got != "" {
+				t.Errorf("ContinuesKey(%q) = %q; want none", in, got)
+			}
+		}
+	}
+	// Around the name, white space of any kind is trimmed as before, and
+	// an accented letter stays a name.
+	for _, tc := range []struct{ in, want string }{
+		{"\u00a02026-12-02-1700-deploy.md\u3000", "2026-12-02-1700-deploy.md"},
+		{"caf\u00e9-notes.md", "caf\u00e9-notes.md"},
+		{"cafe\u0301-notes.md", "cafe\u0301-notes.md"},
+	} {
+		if got := ContinuesKey(tc.in); got != tc.want {
+			t.Errorf("ContinuesKey(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 // TestContinuityWarnings: lint warns about a Continues it cannot follow
 // and never fails a handoff for its continuity sections.
 func TestContinuityWarnings(t *testing.T) {

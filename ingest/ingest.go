@@ -52,6 +52,12 @@ type Options struct {
 	// value detects the layout, finds OpenClaw's config where OpenClaw
 	// does, and keeps the card index in MEMORY.md.
 	OpenClaw OpenClawOptions
+	// HoldPrivate reports whether a handoff of host's inbox appending to
+	// target (a workspace path; exists: the document is there) must wait
+	// in review (ReasonPrivateAppend): the handoff is private to its host
+	// and the document is one the other hosts' mirrors show
+	// (continuity.PrivateAppends). Nil holds nothing.
+	HoldPrivate func(host, inbox, target string, exists bool) bool
 }
 
 // Ingester applies stored handoffs to the workspace. Only one may run at a
@@ -323,6 +329,9 @@ func (in *Ingester) planWith(src sourceRow, h *Handoff, read readFunc, ov Overri
 		p.After, p.tail = sums(p.next)
 	} else {
 		p.next, p.After, p.tail = appendDocument(v, h.Document.Content)
+	}
+	if !ov.Workspace && in.opts.HoldPrivate != nil && in.opts.HoldPrivate(src.Host, src.Inbox, p.Target, v.exists) {
+		return p, ReasonPrivateAppend, nil
 	}
 	if !ov.Workspace {
 		if f, over := in.oc.overflow(p.Target, p.next, read); over {

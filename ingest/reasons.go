@@ -34,6 +34,10 @@ const (
 	// a session's start past what OpenClaw loads of it, so part of the
 	// file would be cut from every session.
 	ReasonBootstrapCap = "bootstrap-cap"
+	// ReasonPrivateAppend: a private handoff (its repository or discover
+	// root private to its host) appends to a document the other hosts'
+	// mirrors show; applied, it would keep the whole document off them.
+	ReasonPrivateAppend = "private-append"
 	// ReasonRevised: a handoff with the host, inbox and file name of an
 	// earlier one and other bytes, which the ingester will not apply a
 	// second time blindly (see revision.go). On a promoted card it says
@@ -59,6 +63,7 @@ const (
 var Reasons = map[string]string{
 	ReasonDatedCardName:       "the card name starts with a date (YYYY-MM-DD), which OpenClaw reads as a daily note: it decays in memory search and its nightly sweep promotes it into MEMORY.md",
 	ReasonBootstrapCap:        "the append would take a file OpenClaw loads at a session's start past what OpenClaw loads of it (USER.md 4,000 characters, others 20,000, 60,000 in all), and the cut part would reach no session",
+	ReasonPrivateAppend:       "a handoff private to its host (its repository or discover root is private) appends to a document the other hosts' mirrors show: applied, its text would keep the whole document off them; accepting it does that, rejecting it keeps the document shared",
 	ReasonParseError:          "the file is not a handoff: invalid UTF-8, a NUL byte, no \"# Memory Handoff\" first line, no known section, or a section given twice",
 	ReasonMissingSection:      "a required section is absent, empty or only a placeholder such as \"(none)\"",
 	ReasonMissingFrontMatter:  "the suggested card content does not start with a \"---\" front matter block",

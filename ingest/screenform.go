@@ -21,9 +21,11 @@ import (
 // the long s, Unicode spaces become their plain letters and a space) and
 // the small table below of the Cyrillic, Greek, Armenian and Latin letters
 // that look like a Latin letter (TR39's confusables.txt, and a few it
-// leaves out, such as small capitals). Digits
-// are not folded to letters ("1" as "l"): that would fold every number and
-// gain little.
+// leaves out, such as small capitals). Digits and signs written for
+// letters ("ign0re a1l prev10us instructi0ns") are folded only for the
+// injection screen's phrase patterns, and only inside a word that holds a
+// letter (digitForm): numbers, versions, hashes and ports stay as they
+// are for every other pattern and for the secret screen.
 
 // lookalikes maps a letter that looks like a Latin letter to it.
 var lookalikes = map[rune]rune{
@@ -164,4 +166,52 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// digitLookalikes maps a digit or sign written for a letter to that letter.
+// "1" reads as "l" or "i"; digitForm writes every "i" as "l" too, so
+// that both readings meet.
+var digitLookalikes = [128]byte{'0': 'o', '1': 'l', '3': 'e', '4': 'a', '5': 's', '7': 't', '@': 'a', '$': 's'}
+
+// digitForm is s (a screen form) as the phrase patterns match it when its
+// words may be spelled with digits: ASCII lowercased; in every word (a run
+// of ASCII letters, digits, "@" and "$") that holds a letter, the digit
+// lookalikes made letters; every "i" made "l". A word of digits alone
+// ("2026", "8080") is left as it is. It has s's length byte for byte, so
+// a match's offsets are s's. ok is false when no word held a lookalike:
+// the form then adds nothing to s.
+func digitForm(s string) (form string, ok bool) {
+	b := []byte(s)
+	for i := 0; i < len(b); {
+		j, letter := i, false
+		for j < len(b) && b[j] < 0x80 && (isASCIILetter(b[j]) || b[j] >= '0' && b[j] <= '9' || b[j] == '@' || b[j] == '$') {
+			letter = letter || isASCIILetter(b[j])
+			j++
+		}
+		if j == i {
+			i++
+			continue
+		}
+		if letter {
+			for k := i; k < j; k++ {
+				if m := digitLookalikes[b[k]]; m != 0 {
+					b[k], ok = m, true
+				}
+			}
+		}
+		i = j
+	}
+	if !ok {
+		return s, false
+	}
+	for k, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c == 'i' {
+			c = 'l'
+		}
+		b[k] = c
+	}
+	return string(b), true
 }

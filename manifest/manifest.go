@@ -98,6 +98,9 @@ type Defaults struct {
 	// review`) before doctor warns. It belongs to the workspace, not to a
 	// host: only the defaults block has it.
 	ReviewMaxAge *Duration `json:"review_max_age,omitempty"`
+	// ShareNotes false keeps every host's handoffs out of the other
+	// hosts' repos/ unless the host sets share_notes: true (nil: true).
+	ShareNotes *bool `json:"share_notes,omitempty"`
 }
 
 // Notify configures the heartbeat.
@@ -175,7 +178,7 @@ type Host struct {
 	Mirror      *Mirror   `json:"mirror,omitempty"`
 	StaleAfter  *Duration `json:"stale_after,omitempty"`
 	// ShareNotes false keeps the host's handoffs out of every other
-	// host's repos/ (nil: true).
+	// host's repos/ (nil: the defaults block's, else true).
 	ShareNotes *bool `json:"share_notes,omitempty"`
 
 	// SSH is set for, and only for, ssh hosts.
@@ -320,6 +323,9 @@ func (m *Manifest) applyDefaults() {
 	if d.ReviewMaxAge == nil {
 		d.ReviewMaxAge = &Duration{DefaultReviewMaxAge}
 	}
+	if d.ShareNotes == nil {
+		d.ShareNotes = ptr(true)
+	}
 }
 
 // Effective resolves h's settings against m's defaults and the built-in
@@ -336,7 +342,7 @@ func (m *Manifest) Effective(h Host) HostConfig {
 		Settle:      deref(Duration{DefaultSettle}, h.Settle, d.Settle).Duration,
 		Timeout:     deref(Duration{DefaultTimeout}, h.Timeout, d.Timeout).Duration,
 		StaleAfter:  deref(Duration{DefaultStaleAfter}, h.StaleAfter, d.StaleAfter).Duration,
-		KeepNotes:   h.ShareNotes != nil && !*h.ShareNotes,
+		KeepNotes:   !deref(true, h.ShareNotes, d.ShareNotes),
 	}
 	for _, r := range h.Discover {
 		c.Discover = append(c.Discover, DiscoverRoot{Root: r.Root, MaxDepth: deref(c.MaxDepth, r.MaxDepth), Private: r.Private})

@@ -98,7 +98,8 @@ func TestDefaultsApplied(t *testing.T) {
 	d := m.Defaults
 	if !slices.Equal(d.Harnesses, DefaultHarnesses()) || d.MaxDepth == nil || *d.MaxDepth != 3 ||
 		d.MaxFileSize == nil || *d.MaxFileSize != MiB || d.Settle == nil || d.Settle.Duration != 10*time.Second ||
-		d.Timeout == nil || d.Timeout.Duration != 5*time.Minute || d.ReviewMaxAge == nil || d.ReviewMaxAge.Duration != DefaultReviewMaxAge {
+		d.Timeout == nil || d.Timeout.Duration != 5*time.Minute || d.ReviewMaxAge == nil || d.ReviewMaxAge.Duration != DefaultReviewMaxAge ||
+		d.ShareNotes == nil || !*d.ShareNotes {
 		t.Errorf("Defaults = %+v; want every built-in default", d)
 	}
 	h := m.Hosts[0]
@@ -159,6 +160,46 @@ func TestPerHostOverride(t *testing.T) {
 	}}
 	if got := m.HostConfigs(); !reflect.DeepEqual(got, want) {
 		t.Errorf("HostConfigs() =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestShareNotesDefault: defaults.share_notes is every host's unless the
+// host sets its own, and true when neither does. Invariant: a fleet that
+// keeps notes home by default shares only a host that says so, and a
+// manifest that says nothing shares every host's notes as before.
+func TestShareNotesDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, defaults, a, b string
+		keepA, keepB         bool
+	}{
+		{"neither", "", "", "", false, false},
+		{"host only", "", "share_notes: false", "", true, false},
+		{"defaults false", "share_notes: false", "", "share_notes: true", true, false},
+		{"defaults true", "share_notes: true", "share_notes: false", "", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := func(name, extra string) string {
+				h := "  - name: " + name + "\n    transport: local\n    discover: [{root: /srv/" + name + "}]\n"
+				if extra != "" {
+					h += "    " + extra + "\n"
+				}
+				return h
+			}
+			doc := "version: 1\nworkspace: /var/lib/ws\n"
+			if tc.defaults != "" {
+				doc += "defaults: {" + tc.defaults + "}\n"
+			}
+			doc += "hosts:\n" + host("a", tc.a) + host("b", tc.b)
+			m, err := Parse([]byte(doc), "writers.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := m.Host("a")
+			b, _ := m.Host("b")
+			if a.KeepNotes != tc.keepA || b.KeepNotes != tc.keepB {
+				t.Errorf("KeepNotes a=%v b=%v; want %v %v", a.KeepNotes, b.KeepNotes, tc.keepA, tc.keepB)
+			}
+		})
 	}
 }
 

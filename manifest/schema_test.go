@@ -175,6 +175,7 @@ func TestSchemaAgreesOnGood(t *testing.T) {
 		{"port 65535", schemaHosts(schemaSSH + "{host: laptop, port: 65535}}")},
 		{"ping url", "version: 1\nnotify: {ping_url: 'http://localhost:8000/ping/x'}\n" + "hosts: [" + schemaLocal + "}]\n"},
 		{"share_notes false", schemaHosts(schemaLocal + ", share_notes: false}")},
+		{"share_notes in defaults", "version: 1\ndefaults: {share_notes: false}\n" + "hosts: [" + schemaLocal + ", share_notes: true}]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Parse([]byte(tc.doc), "writers.yaml"); err != nil {
@@ -212,7 +213,7 @@ func TestSchemaAgreesOnBad(t *testing.T) {
 		{"max_depth a fraction", schemaHosts(schemaLocal + ", max_depth: 1.5}")},
 		{"identities_only not a bool", schemaHosts(schemaSSH + "{host: l, identities_only: maybe}}")},
 		{"share_notes not a bool", schemaHosts(schemaLocal + ", share_notes: maybe}")},
-		{"share_notes in defaults", withDefaults("{share_notes: false}")},
+		{"share_notes in defaults not a bool", withDefaults("{share_notes: 0}")},
 		{"inboxes a string", schemaHosts("{name: here, transport: local, inboxes: ~/x/memory-handoffs}")},
 		{"discover a string", schemaHosts("{name: here, transport: local, discover: ~/code}")},
 
@@ -529,6 +530,9 @@ func TestSchemaDefaultsAndLimits(t *testing.T) {
 		}
 	}
 
+	if got := dprop("share_notes")["default"]; got != true {
+		t.Errorf("share_notes default %v; want true", got)
+	}
 	if got := get("$defs", "maxDepth", "maximum"); got != float64(maxMaxDepth) {
 		t.Errorf("maxDepth maximum %v; want %d", got, maxMaxDepth)
 	}

@@ -88,7 +88,7 @@ $XDG_STATE_HOME/handoff/hooks.log, and it gives up after 2 seconds
 				fmt.Fprintf(g.stderr, "handoff: warning: context: a publish to %s was under way while it was read; run handoff context again for a consistent copy\n", m)
 			}
 			if res.NotReached != "" {
-				fmt.Fprintf(g.stderr, "handoff: warning: context: no sync reaches this repository any more (%s): a handoff written here reaches no agent\nhint: on the canonical host, make the manifest reach it (max_depth, a discover root, or hosts[].inboxes), then run handoff sync\n", printable(res.NotReached))
+				fmt.Fprintf(g.stderr, "handoff: warning: context: no sync reaches this repository any more (%s): a handoff written here reaches no agent\nhint: make a sync reach it (on the canonical host: max_depth, a discover root, the host's harnesses or hosts[].inboxes in the manifest; here: an opt-out marker), then run handoff sync\n", printable(res.NotReached))
 			}
 			if asJSON {
 				enc := json.NewEncoder(g.stdout)

@@ -182,14 +182,21 @@ func contextHook(ctx context.Context, g *globals, harnessName, mirrorFlag string
 			return nil, err
 		}
 		res, err := continuity.Context(ctx, fsys, in.Cwd, m)
-		if err != nil {
+		if err != nil && (res == nil || res.NotReached == "") {
 			return nil, fmt.Errorf("no notes for %s: %w", repo, err)
 		}
-		text := continuity.HookText(res, continuity.HookBudget)
+		var text string
+		if err != nil {
+			// No notes, and no sync reaches the repository: the agent
+			// and its person should know before work is handed off here.
+			text = continuity.NotReachedNote(res.NotReached)
+		} else {
+			text = continuity.HookText(res, continuity.HookBudget)
+		}
 		if text == "" {
 			return nil, nil
 		}
-		if ibs := session.Inboxes(repo); len(ibs) > 0 {
+		if ibs := session.Inboxes(repo); len(ibs) > 0 && res.NotReached == "" {
 			text += fmt.Sprintf("\nWhen you finish (even when told to stop now), write a memory handoff into %s/ (`handoff template`) with ## Open questions and ## Next steps, for the next agent here.\n", ibs[0])
 		}
 		if harnessName == codex.Name {

@@ -274,3 +274,41 @@ func BenchmarkContextHook(b *testing.B) {
 		}
 	}
 }
+
+// TestContextHookNotReached: when the mirror says no sync reaches the
+// clone (here: its discover root's max_depth is too small), the
+// session-start hook says so, whether the repository is in the mirror
+// or not, and does not ask for a handoff that would reach no agent.
+// Invariant: the hook never stays silent, or promises the next agent,
+// about a repository no sync reads.
+func TestContextHookNotReached(t *testing.T) {
+	h := newHookHost(t, 2)
+	t.Setenv("XDG_STATE_HOME", h.state)
+	idxPath := filepath.Join(h.mirror, "repos", "INDEX.json")
+	data, err := os.ReadFile(idxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx mirror.Index
+	if err := json.Unmarshal(data, &idx); err != nil {
+		t.Fatal(err)
+	}
+	idx.Reach = &mirror.Reach{Inboxes: []string{}, Discover: []mirror.ReachRoot{{Root: filepath.Dir(filepath.Dir(h.clone)), MaxDepth: 0}}, Harnesses: []string{".claude", ".codex"}}
+	data, _ = json.Marshal(idx)
+	mkfile(t, idxPath, string(data))
+	other := filepath.Join(filepath.Dir(h.clone), "other")
+	mkfile(t, filepath.Join(other, ".git", "config"), "[remote \"origin\"]\n\turl = https://github.com/acme/other\n")
+	mkfile(t, filepath.Join(other, ".claude", "memory-handoffs", ".keep"), "")
+	for name, dir := range map[string]string{"in the mirror": h.clone, "not in the mirror": other} {
+		code, out, errs := runIn(t, payload(t, "claude-session-start.json", "s-nr", dir, false), "context", "--hook", "claude", "--mirror", h.mirror)
+		if code != 0 || errs != "" {
+			t.Fatalf("%s: exit %d, stderr %q", name, code, errs)
+		}
+		if !strings.Contains(out, "no sync on the canonical host reaches this repository") || !strings.Contains(out, "max_depth is 0") {
+			t.Errorf("%s: the hook does not say the repository is not reached:\n%s", name, out)
+		}
+		if strings.Contains(out, "write a memory handoff into") {
+			t.Errorf("%s: the hook asks for a handoff that reaches no agent:\n%s", name, out)
+		}
+	}
+}

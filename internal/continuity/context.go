@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/repoid"
 	"github.com/handoff-sync/handoff/manifest"
 	"github.com/handoff-sync/handoff/mirror"
@@ -46,6 +47,9 @@ type ContextError struct {
 	Err  error // one of the Err values above
 	Msg  string
 	Hint string
+	// notReached is why no sync reaches the repository, when that is
+	// why it is not in the mirror (ContextResult.NotReached).
+	notReached string
 }
 
 func (e *ContextError) Error() string { return e.Msg }
@@ -97,10 +101,14 @@ func Context(ctx context.Context, fsys transport.FS, dir, mirrorDir string) (*Co
 		res.Canonical, res.PublishedAt = info.Canonical, info.PublishedAt
 		slug, reach, err := lookup(ctx, fsys, mirrorDir, id, info.Host)
 		if err != nil {
+			var ce *ContextError
+			if errors.As(err, &ce) && ce.notReached != "" {
+				res.NotReached = ce.notReached
+			}
 			return res, err
 		}
 		res.Slug = slug
-		res.NotReached, _ = notReached(reach, id.Path)
+		res.NotReached, _ = notReached(reach, id.Path, onDisk(ctx, fsys, id.Path))
 		res.File = path.Join(mirrorDir, mirror.ReposDir, slug, mirror.RecentFile)
 		data, _, err := fsys.ReadFile(ctx, res.File, maxRecent)
 		if err != nil {
@@ -166,14 +174,14 @@ func readInfo(ctx context.Context, fsys transport.FS, dir string) (*mirror.Info,
 // lookup finds the repository's slug in repos/INDEX.json, and returns
 // the host's reach the index carries (nil when none).
 func lookup(ctx context.Context, fsys transport.FS, dir string, id repoid.Identity, host string) (string, *mirror.Reach, error) {
-	slug, idx, err := lookupIndex(ctx, fsys, dir, id, host)
+	slug, idx, err := lookupIndex(ctx, fsys, dir, id, host, onDisk(ctx, fsys, id.Path))
 	if idx == nil {
 		return slug, nil, err
 	}
 	return slug, idx.Reach, err
 }
 
-func lookupIndex(ctx context.Context, fsys transport.FS, dir string, id repoid.Identity, host string) (string, *mirror.Index, error) {
+func lookupIndex(ctx context.Context, fsys transport.FS, dir string, id repoid.Identity, host string, disk repoOnDisk) (string, *mirror.Index, error) {
 	name := path.Join(dir, mirror.ReposDir, mirror.IndexJSON)
 	data, _, err := fsys.ReadFile(ctx, name, maxIndex)
 	if errors.Is(err, transport.ErrNotExist) {
@@ -206,21 +214,85 @@ func lookupIndex(ctx context.Context, fsys transport.FS, dir string, id repoid.I
 	if id.Origin != "" {
 		what += " (origin " + id.Origin + ")"
 	}
-	if why, fix := notReached(idx.Reach, id.Path); why != "" {
+	if why, fix := notReached(idx.Reach, id.Path, disk); why != "" {
 		return "", &idx, &ContextError{Err: ErrNotInMirror, Msg: fmt.Sprintf("context: repository %s is not in the mirror, and no sync reaches it: %s", what, why),
-			Hint: "a handoff written here stays in its inbox and reaches no agent; on the canonical host, " + fix + " in the manifest, then run handoff sync"}
+			Hint: "a handoff written here stays in its inbox and reaches no agent; " + fix + ", then run handoff sync", notReached: why}
 	}
 	return "", &idx, &ContextError{Err: ErrNotInMirror, Msg: fmt.Sprintf("context: repository %s is not in the mirror: no handoff of it from any host in the last %d days that this host may see",
 		what, int(mirror.DefaultRecent.Age.Hours()/24)),
 		Hint: "nothing was handed off here yet (or it is private to another host); when you stop, write a handoff with ## Open questions and ## Next steps into this repository's inbox, and the next agent here gets it after the next sync"}
 }
 
+// repoOnDisk is what a repository holds that decides whether discovery
+// takes it: its harness directories with an inbox, and the directories
+// from it up (and its inboxes and their harness directories) that hold
+// the opt-out marker.
+type repoOnDisk struct {
+	harnesses []string
+	optOut    []string
+}
+
+// maxMarkerDepth bounds how many directories onDisk looks in for the
+// opt-out marker, from the repository up.
+const maxMarkerDepth = 64
+
+// maxRepoEntries bounds the listing of a repository's top directory.
+const maxRepoEntries = 16 << 10
+
+// onDisk reads what the repository at repo holds for notReached: which
+// harness directories (the default ones and any other dot-directory name
+// the reach lists) hold a memory-handoffs inbox, and where the opt-out
+// marker is. Lstat only; nothing is followed.
+func onDisk(ctx context.Context, fsys transport.FS, repo string) repoOnDisk {
+	var d repoOnDisk
+	repo = path.Clean(repo)
+	marked := func(dir string) {
+		if _, err := fsys.Lstat(ctx, path.Join(dir, claim.OptOutMarker)); err == nil {
+			d.optOut = append(d.optOut, dir)
+		}
+	}
+	ents, err := fsys.ReadDir(ctx, repo, maxRepoEntries)
+	if err == nil {
+		for _, e := range ents {
+			name := e.Name
+			if !strings.HasPrefix(name, ".") || name == "." || name == ".." || name == ".git" {
+				continue
+			}
+			inbox := path.Join(repo, name, "memory-handoffs")
+			if fi, err := fsys.Lstat(ctx, inbox); err == nil && fi.IsDir() {
+				d.harnesses = append(d.harnesses, name)
+				marked(inbox)
+				marked(path.Join(repo, name))
+			}
+		}
+	}
+	dir := repo
+	for range maxMarkerDepth {
+		marked(dir)
+		if dir == "/" || dir == "." {
+			break
+		}
+		dir = path.Dir(dir)
+	}
+	return d
+}
+
+// NotReached says why the canonical host's sync does not reach the
+// repository at repo whose inboxes are in the harness directories
+// harnesses, as reach says, and what would fix it; "" when it is
+// reached or reach cannot tell. Doctor asks it of the inboxes its wider
+// walk finds (opt-out markers are that walk's to honour).
+func NotReached(reach *mirror.Reach, repo string, harnesses []string) (why, fix string) {
+	return notReached(reach, repo, repoOnDisk{harnesses: harnesses})
+}
+
 // notReached says why the canonical host's sync does not reach the
-// repository at repo, as reach (the host's discovery roots and declared
-// inboxes at the last publish) says, and what would fix it; "" when it
-// is reached or reach cannot tell (no reach, a partial one, or a "~"
-// with no home known).
-func notReached(reach *mirror.Reach, repo string) (why, fix string) {
+// repository at repo, as reach (the host's discovery roots, declared
+// inboxes and harness directories at the last publish) and what the
+// repository holds on disk (its harness directories, opt-out markers)
+// say, and what would fix it; "" when it is reached or reach cannot tell
+// (no reach, a partial one, or a "~" with no home known).
+func notReached(reach *mirror.Reach, repo string, disk repoOnDisk) (why, fix string) {
 	if reach == nil || reach.Partial {
 		return "", ""
 	}
@@ -236,14 +308,36 @@ func notReached(reach *mirror.Reach, repo string) (why, fix string) {
 		return path.Clean(p), true
 	}
 	repo = path.Clean(repo)
+	under := func(p, dir string) bool { return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/") }
+	optedOut := func(top string) string {
+		for _, m := range disk.optOut {
+			if under(m, top) {
+				return m
+			}
+		}
+		return ""
+	}
+	markerWhy := func(m string) (string, string) {
+		return fmt.Sprintf("%s holds %s, so discovery leaves it and everything below it alone", m, claim.OptOutMarker),
+			fmt.Sprintf("remove %s on this host if this repository's handoffs should be pulled", path.Join(m, claim.OptOutMarker))
+	}
 	for _, in := range reach.Inboxes {
 		p, ok := expand(in)
 		if !ok {
 			return "", ""
 		}
-		if p == repo || strings.HasPrefix(p, strings.TrimSuffix(repo, "/")+"/") {
-			return "", "" // a declared inbox of it is always read
+		if under(p, repo) {
+			// A declared inbox of it is read, unless it opts out.
+			if m := optedOut(repo); m != "" {
+				return markerWhy(m)
+			}
+			return "", ""
 		}
+	}
+	inbox := "hosts[].inboxes (" + path.Join(repo, "<harness>", "memory-handoffs") + ")"
+	if len(disk.harnesses) > 0 && !slices.ContainsFunc(disk.harnesses, func(h string) bool { return slices.Contains(reach.Harnesses, h) }) {
+		return fmt.Sprintf("its inbox is in %s, and this host's harnesses (%s) leave that directory out", strings.Join(disk.harnesses, ", "), strings.Join(reach.Harnesses, ", ")),
+			fmt.Sprintf("on the canonical host, add %s to this host's harnesses in the manifest, or list the inbox under %s", disk.harnesses[0], inbox)
 	}
 	var deepest *mirror.ReachRoot
 	var below int
@@ -269,27 +363,30 @@ func notReached(reach *mirror.Reach, repo string) (why, fix string) {
 			continue
 		}
 		if len(parts) <= d.MaxDepth {
+			if m := optedOut(root); m != "" {
+				return markerWhy(m)
+			}
 			return "", ""
 		}
 		if deepest == nil || len(parts) < below {
 			deepest, below = &reach.Discover[i], len(parts)
 		}
 	}
-	inbox := "hosts[].inboxes (" + path.Join(repo, "<harness>", "memory-handoffs") + ")"
+	const canonical = "on the canonical host, "
 	if deepest != nil {
 		return fmt.Sprintf("it is %d directory levels below the discover root %s, whose max_depth is %d", below, deepest.Root, deepest.MaxDepth),
-			fmt.Sprintf("raise that root's max_depth to %d, add a discover root nearer to it, or list its inbox under %s", below, inbox)
+			fmt.Sprintf(canonical+"raise that root's max_depth to %d in the manifest, add a discover root nearer to it, or list its inbox under %s", below, inbox)
 	}
 	if dot {
 		return "it is inside a directory whose name starts with a dot, which discovery never enters",
-			"add a discover root at or above " + repo + " (inside the dot-directory), or list its inbox under " + inbox
+			canonical + "add a discover root at or above " + repo + " (inside the dot-directory) in the manifest, or list its inbox under " + inbox
 	}
 	if len(reach.Discover) == 0 {
 		return "this host has no discover root and no declared inbox of it",
-			"add a discover root at or above " + repo + ", or list its inbox under " + inbox
+			canonical + "add a discover root at or above " + repo + " in the manifest, or list its inbox under " + inbox
 	}
 	return "it is under no discover root of this host and no declared inbox",
-		"add a discover root at or above " + repo + ", or list its inbox under " + inbox
+		canonical + "add a discover root at or above " + repo + " in the manifest, or list its inbox under " + inbox
 }
 
 func checkSlug(slug, index string) (string, error) {
@@ -343,7 +440,31 @@ func HookText(res *ContextResult, budget int) string {
 	if !res.Complete {
 		b.WriteString("\n(A publish was under way while this was read; it may mix two versions.)\n")
 	}
+	if res.NotReached != "" {
+		b.WriteString("\n" + NotReachedNote(res.NotReached))
+	}
 	return b.String()
+}
+
+// NotReachedNote is what a session-start hook says when no sync reaches
+// the repository (ContextResult.NotReached): a handoff written here
+// reaches no agent, and the person should know.
+func NotReachedNote(why string) string {
+	return fmt.Sprintf("handoff: no sync on the canonical host reaches this repository any more (%s), so a memory handoff written here stays in its inbox and reaches no agent. Tell the person you work with, so that they make the canonical host's manifest reach it (`handoff context` here says how).\n", clipWhy(why))
+}
+
+// clipWhy bounds a reason read from the mirror for a hook's text.
+func clipWhy(s string) string {
+	const max = 512
+	if len(s) <= max {
+		return s
+	}
+	for i := max; i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i] + "…"
+		}
+	}
+	return ""
 }
 
 // clipNotes cuts quoted text to at most budget bytes: at the start of

@@ -118,7 +118,8 @@ func TestContext(t *testing.T) {
 
 // TestContextNotReached: a repository the canonical host's sync does not
 // reach (deeper than max_depth below every discover root, inside a
-// dot-directory, or under none) is said to be unreached, with the
+// dot-directory, or under none; its inbox in a harness directory the
+// host leaves out; an opt-out marker) is said to be unreached, with the
 // manifest change that reaches it, never promised to the next agent;
 // a reached one, or a mirror that does not say its reach, keeps the
 // usual answer; and Build puts each host's reach in its index.
@@ -167,6 +168,39 @@ func TestContextNotReached(t *testing.T) {
 			t.Errorf("%s: %s\nhint: %s\nwant %q and %q, and no promise", tc.name, ce.Msg, ce.Hint, tc.why, tc.fix)
 		}
 	}
+	// What the repository holds decides too: an inbox only in a harness
+	// directory the host's harnesses leave out, an opt-out marker in it
+	// or between it and its root (a marker above the root does not
+	// count), and a declared inbox that opts out.
+	grok, marked, markedDecl := filepath.Join(code, "grok"), filepath.Join(code, "marked"), filepath.Join(dir, "elsewhere/decl2")
+	writeFile(t, filepath.Join(grok, ".git/config"), "")
+	writeFile(t, filepath.Join(grok, ".grok/memory-handoffs/.keep"), "")
+	writeFile(t, filepath.Join(marked, ".git/config"), "")
+	writeFile(t, filepath.Join(marked, ".claude/memory-handoffs/.no-memory-handoffs"), "")
+	writeFile(t, filepath.Join(markedDecl, ".git/config"), "")
+	writeFile(t, filepath.Join(markedDecl, ".no-memory-handoffs"), "")
+	writeFile(t, filepath.Join(dir, ".no-memory-handoffs"), "") // above every root
+	reach.Inboxes = append(reach.Inboxes, filepath.Join(markedDecl, ".claude/memory-handoffs"))
+	writeMirror(t, m, mirror.Index{Format: 1, Reach: reach, Repos: []mirror.IndexRepo{
+		{Slug: "listed", Origins: []string{"github.com/acme/listed"}},
+	}}, map[string]string{"listed": "# Recent handoffs: listed\n"})
+	for _, tc := range []struct{ name, dir, why, fix string }{
+		{"harness left out", grok, "its inbox is in .grok, and this host's harnesses (.claude) leave that directory out", "add .grok to this host's harnesses"},
+		{"opted out", marked, filepath.Join(marked, ".claude/memory-handoffs") + " holds .no-memory-handoffs", "remove " + filepath.Join(marked, ".claude/memory-handoffs/.no-memory-handoffs")},
+		{"declared, opted out", markedDecl, markedDecl + " holds .no-memory-handoffs", "remove"},
+	} {
+		res, err := Context(ctx, fsys, tc.dir, m)
+		var ce *ContextError
+		if !errors.As(err, &ce) || !strings.Contains(ce.Msg, tc.why) || !strings.Contains(ce.Hint, tc.fix) || strings.Contains(ce.Hint, promise) {
+			t.Errorf("%s: %v\nwant %q and %q", tc.name, err, tc.why, tc.fix)
+		} else if res == nil || !strings.Contains(res.NotReached, tc.why) {
+			t.Errorf("%s: the result does not say it is not reached: %+v", tc.name, res)
+		}
+	}
+	if _, err := Context(ctx, fsys, near, m); err == nil || !strings.Contains(err.(*ContextError).Hint, promise) {
+		t.Errorf("a marker above every root hides a reached repository: %v", err)
+	}
+
 	// In the mirror from an earlier depth, but no longer reached.
 	res, err := Context(ctx, fsys, listed, m)
 	if err != nil || res.Slug != "listed" || !strings.Contains(res.NotReached, "max_depth is 1") {

@@ -2,49 +2,88 @@ package continuity
 
 import (
 	"context"
+	"path"
 	"slices"
+	"time"
 
+	"github.com/handoff-sync/handoff/ingest"
 	"github.com/handoff-sync/handoff/ingest/ledger"
 	"github.com/handoff-sync/handoff/manifest"
 )
 
+// privacy says whether a handoff of an inbox is private to its host: its
+// inbox is under a private discover root of its host, or its
+// repository's repos entry is private (as for repos/).
+type privacy struct {
+	m     *manifest.Manifest
+	cfg   map[string]manifest.HostConfig
+	known map[[2]string]ledger.InboxRepo
+	home  map[string]string // each host's newest recorded home
+}
+
+func newPrivacy(ctx context.Context, led *ledger.Ledger, m *manifest.Manifest) (*privacy, error) {
+	inboxes, err := led.InboxRepos(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &privacy{m: m, cfg: map[string]manifest.HostConfig{}, known: map[[2]string]ledger.InboxRepo{}, home: map[string]string{}}
+	for _, h := range m.HostConfigs() {
+		p.cfg[h.Name] = h
+	}
+	seen := map[string]time.Time{}
+	for _, r := range inboxes {
+		p.known[[2]string{r.Host, r.Inbox}] = r
+		if r.Home != "" && r.SeenAt.After(seen[r.Host]) {
+			p.home[r.Host], seen[r.Host] = r.Home, r.SeenAt
+		}
+	}
+	return p, nil
+}
+
+// of reports whether a handoff of host's inbox is private; named is false
+// for a host the manifest no longer names (it has no privacy to keep).
+// An inbox no pull recorded yet is judged by its path (its repository
+// is the directory above its harness directory) and its host's newest
+// home; its origin is not known yet.
+func (p *privacy) of(host, inbox string) (private, named bool) {
+	h, ok := p.cfg[host]
+	if !ok {
+		return false, false
+	}
+	r, known := p.known[[2]string{host, inbox}]
+	if !known {
+		r = ledger.InboxRepo{Host: host, Inbox: inbox, Home: p.home[host]}
+		if ingest.Harness(inbox) != "" {
+			r.Repo = path.Dir(path.Dir(inbox))
+		}
+	}
+	if h.PrivateAt(inbox, r.Home) {
+		return true, true
+	}
+	if r.Repo != "" {
+		if e := p.m.RepoFor(host, r.Repo, r.Home, r.Origin); e >= 0 && p.m.Repos[e].Private {
+			return true, true
+		}
+	}
+	return false, true
+}
+
 // PrivateTargets returns, for each host of the manifest, the cards and
 // documents (workspace paths) that a private handoff of another host
-// wrote: its mirror must not hold them. A handoff is private when its
-// inbox is under a private discover root of its host or its repository's
-// repos entry is private (as for repos/). A host the manifest no longer
+// wrote: its mirror must not hold them. A host the manifest no longer
 // names has no privacy to keep: its writes are not withheld.
 func PrivateTargets(ctx context.Context, led *ledger.Ledger, m *manifest.Manifest) (map[string][]string, error) {
 	writes, err := led.Writes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	inboxes, err := led.InboxRepos(ctx)
+	pv, err := newPrivacy(ctx, led, m)
 	if err != nil {
 		return nil, err
 	}
-	known := map[[2]string]ledger.InboxRepo{}
-	for _, r := range inboxes {
-		known[[2]string{r.Host, r.Inbox}] = r
-	}
-	cfg := map[string]manifest.HostConfig{}
-	for _, h := range m.HostConfigs() {
-		cfg[h.Name] = h
-	}
 	private := map[string]map[string]bool{} // writer host -> targets
 	for _, w := range writes {
-		h, ok := cfg[w.Host]
-		if !ok {
-			continue
-		}
-		r := known[[2]string{w.Host, w.Inbox}]
-		priv := h.PrivateAt(w.Inbox, r.Home)
-		if !priv && r.Repo != "" {
-			if e := m.RepoFor(w.Host, r.Repo, r.Home, r.Origin); e >= 0 && m.Repos[e].Private {
-				priv = true
-			}
-		}
-		if priv {
+		if priv, _ := pv.of(w.Host, w.Inbox); priv {
 			if private[w.Host] == nil {
 				private[w.Host] = map[string]bool{}
 			}
@@ -52,7 +91,7 @@ func PrivateTargets(ctx context.Context, led *ledger.Ledger, m *manifest.Manifes
 		}
 	}
 	out := map[string][]string{}
-	for name := range cfg {
+	for name := range pv.cfg {
 		set := map[string]bool{}
 		for writer, targets := range private {
 			if writer == name {
@@ -68,4 +107,43 @@ func PrivateTargets(ctx context.Context, led *ledger.Ledger, m *manifest.Manifes
 		slices.Sort(out[name])
 	}
 	return out, nil
+}
+
+// PrivateAppends returns the ingester's HoldPrivate rule
+// (ingest.Options): a private handoff's append to a document that exists
+// and is not private already (written by no handoff, or by a public one)
+// waits in review (private-append), so that the shared document keeps
+// reaching every host and the private bytes never enter it. A document
+// that only private handoffs wrote, or that does not exist yet, takes the
+// append: it is withheld from the other hosts (PrivateTargets) as before.
+// The rule is taken from the ledger as the run starts; PrivateTargets,
+// judged at every publish, stays the guarantee for what it cannot know
+// yet (a clone whose origin makes it private, first seen in this run).
+func PrivateAppends(ctx context.Context, led *ledger.Ledger, m *manifest.Manifest) (func(host, inbox, target string, exists bool) bool, error) {
+	writes, err := led.Writes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := newPrivacy(ctx, led, m)
+	if err != nil {
+		return nil, err
+	}
+	public := map[string]bool{}      // a public handoff wrote it
+	privateOnly := map[string]bool{} // only private handoffs wrote it
+	for _, w := range writes {
+		if priv, named := pv.of(w.Host, w.Inbox); priv || !named {
+			if !public[w.Target] {
+				privateOnly[w.Target] = true
+			}
+			continue
+		}
+		public[w.Target] = true
+		delete(privateOnly, w.Target)
+	}
+	return func(host, inbox, target string, exists bool) bool {
+		if priv, _ := pv.of(host, inbox); !priv || !exists {
+			return false
+		}
+		return !privateOnly[target]
+	}, nil
 }

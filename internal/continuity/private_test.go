@@ -166,6 +166,51 @@ func TestPrivatePerHost(t *testing.T) {
 	}
 }
 
+// TestPrivateAppends: the ingester's rule for a private handoff's
+// document append. Invariants: a private append never enters a document
+// that another host's mirror shows (one a public handoff wrote, or one no
+// handoff wrote), so that document keeps flowing; a document only private
+// handoffs wrote, or a new one, takes it (it is withheld at publish); a
+// public handoff is never held; an inbox no pull recorded yet is judged
+// by its path.
+func TestPrivateAppends(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	lapSecret, lapApp := "/home/me/code/secret/.claude/memory-handoffs", "/home/me/code/app/.claude/memory-handoffs"
+	w.store(t, "laptop", lapApp, "a.md", handoffText("public"), "routed", "", "TOOLS.md")
+	w.store(t, "laptop", lapSecret, "s.md", handoffText("private"), "routed", "", "rules/secret.md")
+	if err := Record(ctx, w.led, w.sp, "run-1", []claim.HostReport{
+		report("laptop", "/home/me", map[string]repoid.Identity{
+			lapSecret: {Path: "/home/me/code/secret", Origin: "github.com/acme/secret"},
+			lapApp:    {Path: "/home/me/code/app", Origin: "github.com/acme/app"},
+		}),
+	}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := PrivateAppends(ctx, w.led, w.m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host, inbox, target string
+		exists, want        bool
+	}{
+		{"laptop", lapSecret, "TOOLS.md", true, true},                              // a public handoff's document
+		{"laptop", lapSecret, "USER.md", true, true},                               // the person's own document
+		{"laptop", lapSecret, "rules/secret.md", true, false},                      // private already
+		{"laptop", lapSecret, "rules/new.md", false, false},                        // new: private from its first line
+		{"laptop", lapApp, "TOOLS.md", true, false},                                // a public handoff
+		{"laptop", lapApp, "rules/secret.md", true, false},                         // a public handoff, a private document
+		{"vps", "/srv/clients/new/.codex/memory-handoffs", "TOOLS.md", true, true}, // under a private root, never pulled before
+		{"vps", "/srv/app/.codex/memory-handoffs", "TOOLS.md", true, false},
+		{"gone", "/x/.claude/memory-handoffs", "TOOLS.md", true, false}, // no host: no privacy
+	} {
+		if got := hold(tc.host, tc.inbox, tc.target, tc.exists); got != tc.want {
+			t.Errorf("%s %s -> %s (exists %v): hold %v; want %v", tc.host, tc.inbox, tc.target, tc.exists, got, tc.want)
+		}
+	}
+}
+
 // TestShareNotes: a host with share_notes: false keeps its handoffs,
 // clones and origins out of every other host's repos/, and still sees
 // the other hosts' notes of the repositories it shares.

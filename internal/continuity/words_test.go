@@ -26,7 +26,7 @@ func TestHostileWords(t *testing.T) {
 	// A withheld handoff (a secret in its text) named as a notice.
 	w.store(t, "vps", vps, notice, handoffText("t1", "Next steps", "- use "+token), "review", "secret-like-content", "")
 	// A handoff whose text passes but whose Continues key is a token, and
-	// one whose key holds a no-break space.
+	// one whose key holds a no-break space (it names nothing: no key).
 	w.store(t, "vps", vps, "2026-12-01-b.md", handoffText("Plain title b", "Continues", token), "routed", "", "TOOLS.md")
 	w.store(t, "vps", vps, "2026-12-01-c.md", handoffText("Plain title c", "Continues", "2026-12-01-a\u00a0b.md"), "routed", "", "TOOLS.md")
 	// The pull of an earlier version stored the origin with its query.
@@ -50,10 +50,13 @@ func TestHostileWords(t *testing.T) {
 		}
 	}
 	recent := fileOf(t, fs, "repos/app/RECENT.md")
-	for _, want := range []string{"- repository: gitlab.com/acme/app\n", "## Plain title c", "- continues: `2026-12-01-a-b.md`"} {
+	for _, want := range []string{"- repository: gitlab.com/acme/app\n", "## Plain title c"} {
 		if !strings.Contains(recent, want) {
 			t.Errorf("RECENT.md lacks %q:\n%s", want, recent)
 		}
+	}
+	if strings.Contains(recent, "2026-12-01-a") {
+		t.Errorf("a key with a no-break space is shown:\n%s", recent)
 	}
 	if n := strings.Count(recent, "- a withheld handoff from vps"); n != 2 {
 		t.Errorf("%d withheld lines; want 2 (the notice and the token key):\n%s", n, recent)

@@ -664,6 +664,9 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts 
 		check(Check{Name: "discovery", Status: CheckWarn, Message: "no inboxes found",
 			Hint: fmt.Sprintf("declare inboxes, or discover roots holding repositories with <harness>/%s (harnesses %s, at most max_depth levels down)",
 				claim.InboxDir, strings.Join(h.Harnesses, ", "))})
+		if c, ok := doctorReach(ctx, fsys, h, cfg, nil); ok {
+			check(c)
+		}
 		return out
 	}
 	follows := false
@@ -676,6 +679,9 @@ func doctorHost(ctx context.Context, h manifest.HostConfig, opts Options, facts 
 				Hint: "check the network, or raise timeout for this host"})
 			break
 		}
+	}
+	if c, ok := doctorReach(ctx, fsys, h, cfg, inboxes); ok {
+		check(c)
 	}
 	if c, ok := doctorActivity(h, facts, opts.Now()); ok {
 		check(c)

@@ -785,3 +785,51 @@ func TestDoctorHostsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestDoctorReach: doctor lists the inboxes under a discover root that
+// no sync reaches (a repository one level deeper than max_depth, an
+// inbox in a harness directory the host leaves out), with the handoffs
+// waiting there and the fix; an inbox hidden by an opt-out marker is
+// not listed. Invariant: a handoff that no sync will ever pull does not
+// wait unseen on a host doctor can reach.
+func TestDoctorReach(t *testing.T) {
+	e := newDrEnv(t, "")
+	e.M.Hosts[0].Harnesses = []string{".claude", ".codex"}
+	deep := filepath.Join(e.Dir, "repos/a/b/deep/.claude/memory-handoffs")
+	grok := filepath.Join(e.Dir, "repos/tool/.grok/memory-handoffs")
+	hidden := filepath.Join(e.Dir, "repos/q/r/s/.claude/memory-handoffs")
+	for _, d := range []string{deep, grok, hidden} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Put(deep, "x.md", testenv.Doc("TOOLS.md", "- x"))
+	os.WriteFile(filepath.Join(e.Dir, "repos/q/.no-memory-handoffs"), nil, 0o644)
+
+	rep := e.doctor()
+	c := drOne(t, rep, "host canonical", "reach")
+	drWant(t, c, doctor.CheckWarn, "2 inbox(es) under this host's discover roots that no sync reaches")
+	for _, want := range []string{deep + ": it is 3 directory levels below the discover root", "(1 handoff(s) wait there)",
+		grok + ": its inbox is in .grok, and this host's harnesses (.claude, .codex) leave that directory out"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("reach check lacks %q:\n%s", want, c.Message)
+		}
+	}
+	if strings.Contains(c.Message, hidden) {
+		t.Errorf("an opted-out inbox is listed: %s", c.Message)
+	}
+	if !strings.Contains(c.Hint, "max_depth") && !strings.Contains(c.Hint, "harnesses") {
+		t.Errorf("reach hint %q", c.Hint)
+	}
+	if !rep.OK {
+		t.Errorf("an unreached inbox must warn, not fail: %+v", c)
+	}
+	// Reached again once the manifest reaches them: no check.
+	e.M.Hosts[0].Harnesses = nil
+	e.M.Hosts[0].Discover[0].MaxDepth = ptrInt(3)
+	if cs := drFind(e.doctor(), "host canonical", "reach"); len(cs) != 0 {
+		t.Errorf("reach check with every inbox reached: %+v", cs)
+	}
+}
+
+func ptrInt(n int) *int { return &n }

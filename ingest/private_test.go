@@ -1,0 +1,56 @@
+package ingest
+
+import (
+	"context"
+	"testing"
+)
+
+// TestPrivateAppendWaits: a private handoff's append to a document the
+// other hosts see waits in review (private-append), and one to a document
+// that does not exist yet is applied. Invariants: the private bytes never
+// enter a shared document without a person's decision, so the document
+// keeps reaching every host; the person's accept overrides exactly this
+// rule.
+func TestPrivateAppendWaits(t *testing.T) {
+	r := newRig(t)
+	r.writeWS("TOOLS.md", "# Tools\n\n- make lint\n")
+	doc := func(target, text string) string {
+		return "# Memory Handoff\n\n## Type\nworkflow\n\n## Title\nt\n\n## Summary\ns\n\n## Recommended memory action\nno-card\n\n" +
+			"## Target document\n" + target + "\n\n## Suggested document content\n" + text + "\n"
+	}
+	r.store([2]string{"a.md", doc("TOOLS.md", "- CONFIDENTIAL-CLIENTX uses SAML")}, [2]string{"b.md", doc("rules/clientx.md", "- CLIENTX rule")})
+	var asked []string
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run",
+		HoldPrivate: func(host, inbox, target string, exists bool) bool {
+			asked = append(asked, target)
+			return host == "h" && inbox == "/in" && exists
+		}}, r.led, r.spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	entries, err := in.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Entry{}
+	for _, e := range entries {
+		got[e.Name] = e
+	}
+	if e := got["a.md"]; e.Result != ResultReview || e.Reason != ReasonPrivateAppend {
+		t.Errorf("the append to the shared TOOLS.md: %s %s; want review %s", e.Result, e.Reason, ReasonPrivateAppend)
+	}
+	if r.readWS("TOOLS.md") != "# Tools\n\n- make lint\n" {
+		t.Errorf("TOOLS.md changed: %q", r.readWS("TOOLS.md"))
+	}
+	if e := got["b.md"]; e.Result != ResultRouted {
+		t.Errorf("the append to a new document: %s %s; want routed", e.Result, e.Reason)
+	}
+	if len(asked) != 2 {
+		t.Errorf("HoldPrivate asked about %q; want both targets", asked)
+	}
+	if !IsWorkspaceReason(ReasonPrivateAppend) {
+		t.Error("accept does not override private-append")
+	}
+	r.checkClean()
+}
