@@ -72,8 +72,10 @@ type Repo struct {
 	// bounds them.
 	Handoffs []RecentHandoff
 	// Older counts its handoffs in the window that the caller did not
-	// read (older than any RECENT.md can show).
-	Older int
+	// read (older than any RECENT.md can show); OlderAtLeast says the
+	// count stopped short of them all, so there are at least that many.
+	Older        int
+	OlderAtLeast bool
 }
 
 // RecentHandoff is one handoff as RECENT.md shows it.
@@ -457,8 +459,12 @@ func recentMD(r Repo, hs []RecentHandoff, lim RecentLimits) ([]byte, int) {
 	}
 	out := head.String() + body
 	if left := len(hs) - shown + r.Older; left > 0 {
-		out += fmt.Sprintf("_%d older handoffs of this repository are not shown: RECENT.md holds at most %d handoffs of the last %d days, in %d KiB, shared among the hosts._\n",
-			left, lim.Count, int(lim.Age/(24*time.Hour)), lim.Bytes>>10)
+		atLeast := ""
+		if r.OlderAtLeast {
+			atLeast = "at least "
+		}
+		out += fmt.Sprintf("_%s%d older handoffs of this repository are not shown: RECENT.md holds at most %d handoffs of the last %d days, in %d KiB, shared among the hosts._\n",
+			atLeast, left, lim.Count, int(lim.Age/(24*time.Hour)), lim.Bytes>>10)
 	}
 	if len(out) > lim.Bytes {
 		// Never more than the bound, even for one too small for a header.

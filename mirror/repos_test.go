@@ -350,3 +350,27 @@ func TestRecentWordsReduced(t *testing.T) {
 		t.Errorf("the withheld handoff takes %d mentions, want one line:\n%s", n, body)
 	}
 }
+
+// TestRecentOlderAtLeast: when the ledger stopped counting an inbox's
+// older handoffs (ledger.MaxInboxRows), RECENT.md says "at least", never
+// a count that reads as exact.
+func TestRecentOlderAtLeast(t *testing.T) {
+	at := time.Date(2026, 12, 3, 9, 2, 0, 0, time.UTC)
+	h := RecentHandoff{At: at, Host: "laptop", Name: "a.md", SHA256: strings.Repeat("a", 64), Title: "A", Summary: "s"}
+	for _, capped := range []bool{false, true} {
+		files := ReposFiles([]Repo{{Slug: "app", Handoffs: []RecentHandoff{h}, Older: 981, OlderAtLeast: capped}}, DefaultRecent, at)
+		var recent string
+		for _, f := range files {
+			if f.Path == "repos/app/RECENT.md" {
+				recent = string(f.Data)
+			}
+		}
+		want := "_981 older handoffs of this repository are not shown"
+		if capped {
+			want = "_at least 981 older handoffs of this repository are not shown"
+		}
+		if !strings.Contains(recent, want) {
+			t.Errorf("capped %v: RECENT.md lacks %q:\n%s", capped, want, recent)
+		}
+	}
+}

@@ -142,7 +142,8 @@ type RepoSource struct {
 	// Continues is the thread key it names (RecordThreads), "" for none.
 	Continues string
 	// InboxRows is how many rows RepoSources found of its inbox, those
-	// it left out included.
+	// it left out included, counted up to MaxInboxRows+1: more than
+	// MaxInboxRows means at least that many.
 	InboxRows int
 }
 
@@ -169,31 +170,63 @@ func (l *Ledger) RepoSources(ctx context.Context, hosts []string, since time.Tim
 	return out, nil
 }
 
-// repoSources is one host's share of RepoSources. The filter is in the
-// query, so that a flood of junk is skipped by SQLite and never fills a
-// share, and only the rows asked for reach Go.
+// MaxInboxRows bounds the count of an inbox's rows that RepoSources
+// gives (RepoSource.InboxRows): past it, a count says "at least", and
+// reading it costs no more however long the inbox's history.
+const MaxInboxRows = 1_000
+
+// repoFilter keeps, of the sources s (their content's row hs), the
+// handoffs of one inbox of one host stored at or after a time: bound as
+// host, inbox, since. Rows that are no handoff are skipped by SQLite, so a
+// flood of junk never fills a share.
+const repoFilter = `s.host = ? AND s.inbox = ? AND s.stored_at >= ?
+	AND s.result NOT IN ('` + receipts.ResultLegacy + `', '` + receipts.ResultMalformed + `', '` + receipts.ResultRejected + `')
+	AND (hs.result IS NULL OR hs.result != '` + receipts.ResultMalformed + `')
+	AND NOT (s.result = '` + receipts.ResultDuplicate + `' AND hs.source_id IS NOT NULL AND hs.source_id != s.id)`
+
+// repoSources is one host's share of RepoSources. Each inbox is read
+// newest first down sources_inbox (host, inbox, id), as far as its share
+// and no further, and its rows are counted up to MaxInboxRows+1: an idle
+// build's work does not grow with an inbox's history (issue 46: 16,000
+// handoffs in one repository made a build read and sort every row of the
+// host).
 func (l *Ledger) repoSources(ctx context.Context, host string, since time.Time, perInbox, limit int) ([]RepoSource, error) {
-	rows, err := l.db.QueryContext(ctx, `SELECT
-			w.id, w.sha256, w.size, w.host, w.inbox, w.name, w.archived_as, w.stored_at, w.stored_run, w.result, w.reason,
+	at := since.UTC().Format(time.RFC3339)
+	byInbox := func(alias string) string {
+		return strings.NewReplacer("s.host = ?", "s.host = "+alias+".host", "s.inbox = ?", "s.inbox = "+alias+".inbox").Replace(repoFilter)
+	}
+	counts := map[string]int{}
+	rows, err := l.db.QueryContext(ctx, `SELECT r.inbox, (SELECT count(*) FROM (SELECT 1 FROM sources s LEFT JOIN handoffs hs ON hs.id = s.sha_id
+			WHERE `+byInbox("r")+` ORDER BY s.id DESC LIMIT ?))
+		FROM inbox_repos r WHERE r.host = ?`, at, MaxInboxRows+1, host)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: repository sources: %w", err)
+	}
+	for rows.Next() {
+		var inbox string
+		var n int
+		if err := rows.Scan(&inbox, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("ledger: repository sources: %w", err)
+		}
+		counts[inbox] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: repository sources: %w", err)
+	}
+	rows, err = l.db.QueryContext(ctx, `SELECT
+			t.id, t.sha256, t.size, t.host, t.inbox, t.name, t.archived_as, t.stored_at, t.stored_run, t.result, t.reason,
 			h.source_id, h.result, h.reason, h.action, h.target, h.before_sha256, h.after_sha256,
-			COALESCE(th.continues, ''), w.total
-		FROM (
-			SELECT t.*, row_number() OVER (PARTITION BY t.inbox ORDER BY t.id DESC) AS rn,
-				count(*) OVER (PARTITION BY t.inbox) AS total
-			FROM sources t
-			JOIN inbox_repos r ON r.host = t.host AND r.inbox = t.inbox
-			LEFT JOIN handoffs h ON h.id = t.sha_id
-			WHERE t.host = ? AND t.stored_at >= ?
-				AND t.result NOT IN (?, ?, ?)
-				AND (h.result IS NULL OR h.result != ?)
-				AND NOT (t.result = ? AND h.source_id IS NOT NULL AND h.source_id != t.id)
-		) w
-		LEFT JOIN handoffs h ON h.id = w.sha_id
-		LEFT JOIN threads th ON th.sha256 = w.sha256
-		WHERE w.rn <= ?
-		ORDER BY w.id DESC
-		LIMIT ?`, host, since.UTC().Format(time.RFC3339), receipts.ResultLegacy, receipts.ResultMalformed, receipts.ResultRejected,
-		receipts.ResultMalformed, receipts.ResultDuplicate, perInbox, limit)
+			COALESCE(th.continues, '')
+		FROM inbox_repos r
+		JOIN sources t ON t.id IN (SELECT s.id FROM sources s LEFT JOIN handoffs hs ON hs.id = s.sha_id
+			WHERE `+byInbox("r")+` ORDER BY s.id DESC LIMIT ?)
+		LEFT JOIN handoffs h ON h.id = t.sha_id
+		LEFT JOIN threads th ON th.sha256 = t.sha256
+		WHERE r.host = ?
+		ORDER BY t.id DESC
+		LIMIT ?`, at, perInbox, host, limit)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: repository sources: %w", err)
 	}
@@ -205,10 +238,11 @@ func (l *Ledger) repoSources(ctx context.Context, host string, since time.Time, 
 		var hSource sql.NullInt64
 		var hResult, hReason, hAction, hTarget, hBefore, hAfter sql.NullString
 		if err := rows.Scan(&s.ID, &s.SHA256, &s.Size, &s.Host, &s.Inbox, &s.Name, &s.ArchivedAs, &storedAt, &s.StoredRun, &s.Result, &s.Reason,
-			&hSource, &hResult, &hReason, &hAction, &hTarget, &hBefore, &hAfter, &s.Continues, &s.InboxRows); err != nil {
+			&hSource, &hResult, &hReason, &hAction, &hTarget, &hBefore, &hAfter, &s.Continues); err != nil {
 			return nil, fmt.Errorf("ledger: repository sources: %w", err)
 		}
 		s.StoredAt = parseTime(storedAt)
+		s.InboxRows = counts[s.Inbox]
 		if hSource.Valid {
 			s.Content = &ContentRecord{SourceID: hSource.Int64, Result: hResult.String, Reason: hReason.String, Action: hAction.String,
 				Target: hTarget.String, BeforeSHA256: hBefore.String, AfterSHA256: hAfter.String}

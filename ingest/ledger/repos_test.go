@@ -2,11 +2,14 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/handoff-sync/handoff/claim"
+	"github.com/handoff-sync/handoff/claim/spool"
 )
 
 // TestRepoSources: sources are found through their inbox's recorded
@@ -101,5 +104,62 @@ func TestRepoSources(t *testing.T) {
 	}
 	if m, _ := l.ThreadsNaming(ctx, nil, "abc"); len(m) != 0 {
 		t.Errorf("too short a prefix matches %v", m)
+	}
+}
+
+// TestRepoSourcesLongInbox: an inbox with more handoffs than RepoSources
+// counts (1,500 here, then 1,500 junk files newer than them). Invariants:
+// its share is its newest handoffs, never junk (a flood fills no share);
+// the count says "at least" past MaxInboxRows; and the rows read do not
+// depend on how long the inbox's history is (sources_inbox is walked, not
+// the host's every row: checked by the query plan).
+func TestRepoSourcesLongInbox(t *testing.T) {
+	ctx := context.Background()
+	l := openTemp(t)
+	inbox := "/home/me/app/.claude/memory-handoffs"
+	if err := l.RecordRepos(ctx, "run-1", []InboxRepo{{Host: "laptop", Inbox: inbox, Repo: "/home/me/app", Home: "/home/me"}}); err != nil {
+		t.Fatal(err)
+	}
+	record := func(prefix, result string, n int) {
+		var srcs []claim.Source
+		contents := map[string][]byte{}
+		for i := range n {
+			v := fmt.Sprintf("%s %d", prefix, i)
+			s := claim.Source{Host: "laptop", Inbox: inbox, Name: fmt.Sprintf("%s-%04d.md", prefix, i), SHA256: spool.Hash([]byte(v)), Size: int64(len(v))}
+			srcs = append(srcs, s)
+			contents[s.SHA256] = []byte(v)
+		}
+		if _, err := l.StoreSources(ctx, "run-1", srcs, contents); err != nil {
+			t.Fatal(err)
+		}
+		pending, err := l.PendingSources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fs []Finished
+		for _, p := range pending {
+			fs = append(fs, Finished{Src: p, O: Outcome{Result: result, Reason: map[bool]string{true: "parse-error"}[result == "malformed"]}})
+		}
+		if err := l.FinishAll(ctx, "run-1", fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record("note", "routed", 1500)
+	record("junk", "malformed", 1500)
+	got, err := l.RepoSources(ctx, []string{"laptop"}, time.Now().Add(-time.Hour), 20, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 20 || got[0].Name != "note-1499.md" || got[19].Name != "note-1480.md" {
+		t.Fatalf("%d rows, first %q; want the 20 newest notes", len(got), got[0].Name)
+	}
+	if got[0].InboxRows != MaxInboxRows+1 {
+		t.Errorf("InboxRows %d; want the count to stop at %d", got[0].InboxRows, MaxInboxRows+1)
+	}
+	for _, line := range queryPlan(t, l, `SELECT 1 FROM sources s LEFT JOIN handoffs hs ON hs.id = s.sha_id WHERE `+repoFilter+` ORDER BY s.id DESC LIMIT 20`,
+		"laptop", inbox, "2026") {
+		if strings.Contains(line, "TEMP B-TREE") || strings.HasPrefix(line, "SCAN s") {
+			t.Errorf("an inbox's rows are read with %q: sorted or scanned, not walked newest first", line)
+		}
 	}
 }

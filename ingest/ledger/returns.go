@@ -24,7 +24,8 @@ import (
 // (host, inbox, name, sha256), which kept a return from being recorded.
 // Sources are indexed by name and then by id instead: the newest of a
 // name (which recordSource asks for each source) is one step down it,
-// however many versions the name has had.
+// however many versions the name has had. sources_inbox lets RECENT.md's
+// build read an inbox's newest handoffs, and no more (repos.go).
 // handoffs and plans refer to sources, so SQLite rebuilds it with foreign
 // keys off (migrate pins a connection for that) and the migration checks
 // them before it commits. The columns restate migration 1's and 10's: a
@@ -53,6 +54,7 @@ const migrationReturns = `CREATE TABLE sources_v14 (
 	DROP TABLE sources;
 	ALTER TABLE sources_v14 RENAME TO sources;
 	CREATE INDEX sources_key ON sources (host, inbox, name, id);
+	CREATE INDEX sources_inbox ON sources (host, inbox, id);
 	CREATE INDEX sources_pending ON sources (result, id);
 	CREATE INDEX sources_name ON sources (name);
 	CREATE INDEX sources_unacked ON sources (host, inbox, id) WHERE acked = 0;

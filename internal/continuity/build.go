@@ -59,6 +59,9 @@ type row struct {
 	ledger.InboxRepo
 	private bool
 	unread  int // its handoffs in the window that were not read
+	// capped: the inbox has more handoffs in the window than the ledger
+	// counts (ledger.MaxInboxRows), so unread is a lower bound.
+	capped bool
 }
 
 // item is one handoff of a repository, with whether it is private to the
@@ -168,6 +171,7 @@ func gather(ctx context.Context, in Input) ([]*repo, error) {
 			for i := range rp.rows {
 				if rp.rows[i].Host == s.Host && rp.rows[i].Inbox == s.Inbox {
 					rp.rows[i].unread = s.InboxRows
+					rp.rows[i].capped = s.InboxRows > ledger.MaxInboxRows
 				}
 			}
 		}
@@ -572,6 +576,7 @@ func view(m *manifest.Manifest, repos []*repo, host string) []mirror.Repo {
 			}
 			hosts[r.Host] = true
 			mr.Older += r.unread
+			mr.OlderAtLeast = mr.OlderAtLeast || r.capped
 			// A private repository lists its clones' paths even when
 			// they have an origin, so that context on its host finds it
 			// before a public repository another host claims that origin
