@@ -456,6 +456,14 @@ func (ru *run) writeReceipt(ctx context.Context) (*receipts.Receipt, error) {
 	} else if gone.Files > 0 {
 		ru.log.Info("old receipts removed", "files", gone.Files, "bytes", gone.Bytes)
 	}
+	// Backups of plans done more than backups.keep ago go the same way,
+	// once a day (docs/receipts.md#retention).
+	old, looked, err := prune.RetainBackups(context.WithoutCancel(ctx), ru.st.led, ru.wsDir, ru.opts.Manifest.Backups.Retention(), ru.opts.Now())
+	if err != nil {
+		ru.log.Warn("old backups not removed", "err", err)
+	} else if looked {
+		ru.log.Info("old backups removed", "files", old.Files, "bytes", old.Bytes, "kept_open", old.Open, "kept_newest", old.Newest)
+	}
 	return r, nil
 }
 

@@ -465,6 +465,86 @@ func TestSyncRetainsReceipts(t *testing.T) {
 	}
 }
 
+// TestSyncRetainsBackups: sync applies the backups retention by itself,
+// once a day: a finished plan's backup older than backups.keep (90d by
+// default) goes at the first run a day after the last pass, the newest
+// backup of the target and another writer's late edit stay, and a
+// backups directory that is a symlink is left alone without failing the
+// run. Invariants: the timer alone bounds the backups; a person's undo of
+// each target's last change stays; retention never fails a run or
+// removes anything below a symlink.
+func TestSyncRetainsBackups(t *testing.T) {
+	e := newEnv(t)
+	e.writeWS("TOOLS.md", "# Tools\n")
+	e.put(e.inbox, "a.md", doc("TOOLS.md", "one"))
+	e.sync(false)
+	e.put(e.inbox, "b.md", doc("TOOLS.md", "two"))
+	e.sync(false)
+	dir := filepath.Join(e.ws, layout.BackupsDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("backups: %v, %v; want two, one per sync", ents, err)
+	}
+	now := time.Now()
+	age := func(name string, ago time.Duration) {
+		if err := os.Chtimes(filepath.Join(dir, name), now.Add(-ago), now.Add(-ago)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older, newer := ents[0].Name(), ents[1].Name()
+	if strings.Contains(e.readWS(layout.BackupsDir+"/"+older), "two") {
+		older, newer = newer, older
+	}
+	age(older, 101*24*time.Hour)
+	age(newer, 100*24*time.Hour)
+	late := "late.0123456789ab.0123456789abcdef"
+	e.writeWS(layout.BackupsDir+"/"+late, "another writer's text\n")
+	age(late, 400*24*time.Hour)
+
+	at := func(d time.Duration) *receipts.Receipt {
+		r, err := Sync(context.Background(), Options{Manifest: e.m, Now: func() time.Time { return now.Add(d) }})
+		if err != nil || r.Outcome != receipts.OutcomeOK {
+			t.Fatalf("sync %v later: %v, %v", d, r, err)
+		}
+		return r
+	}
+	exists := func(name string) bool {
+		_, err := os.Lstat(filepath.Join(dir, name))
+		return err == nil
+	}
+	at(time.Hour) // the stamp is an hour old: no pass
+	if !exists(older) {
+		t.Fatal("a pass ran within a day of the last")
+	}
+	at(25 * time.Hour)
+	if exists(older) || !exists(newer) || !exists(late) {
+		t.Fatalf("a day later: older %v, newer %v, late %v; want only the older gone", exists(older), exists(newer), exists(late))
+	}
+
+	// A symlinked backups directory: the run is ok, the other side intact.
+	outside := filepath.Join(e.dir, "outside")
+	if err := os.Rename(dir, outside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	// Two backups of one target: followed, the symlink would lose the older.
+	for i, name := range []string{"0123456789ab.0.0123456789abcdef.x", "0123456789ac.0.0123456789abcdef.x"} {
+		ago := time.Duration(300-i) * 24 * time.Hour
+		if err := os.WriteFile(filepath.Join(outside, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Join(outside, name), now.Add(-ago), now.Add(-ago)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at(50 * time.Hour)
+	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 4 {
+		t.Errorf("behind the symlink: %v, %v; want the four files untouched", ents, err)
+	}
+}
+
 // TestDownHostHoldsUpNoOther: with the default fan-out, a host whose
 // connection hangs does not hold up the others: both other hosts finish
 // their pulls while it still hangs, and the run reports it failed and

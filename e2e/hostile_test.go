@@ -588,7 +588,7 @@ func hostileCheckWorkspace(t *testing.T, ws, caseName string, allowed map[string
 	fixed := map[string]bool{
 		".": true, ".handoff": true, ".handoff/backups": true, ".handoff/receipts": true,
 		".handoff/lock": true, ".handoff/workspace.json": true, ".handoff/ledger.db": true, ".handoff/ledger.db-wal": true, ".handoff/ledger.db-shm": true,
-		".handoff/walks": true, ".handoff/walks/hostile.json": true, ".handoff/walks/local.json": true,
+		".handoff/walks": true, ".handoff/walks/hostile.json": true, ".handoff/walks/local.json": true, ".handoff/backups-retained": true,
 		"memory": true, "memory/cards": true, ".handoff/review": true, "rules": true, ".learnings": true,
 		// The card index in MEMORY.md, and handoff's note of it.
 		"MEMORY.md": true, ".handoff/openclaw.json": true,

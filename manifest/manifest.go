@@ -33,6 +33,9 @@ const (
 	// DefaultReceiptsKeepIdle is how long sync keeps the receipt of a run
 	// that said nothing new.
 	DefaultReceiptsKeepIdle = 7 * 24 * time.Hour
+	// DefaultBackupsKeep is how long sync keeps a backup of a target's
+	// prior content once its plan is done (docs/receipts.md#retention).
+	DefaultBackupsKeep = 90 * 24 * time.Hour
 )
 
 // DefaultHarnesses returns the harness directories searched by default:
@@ -59,7 +62,10 @@ type Manifest struct {
 	OpenClaw OpenClaw `json:"openclaw,omitzero"`
 	// Receipts says how long sync keeps receipts and what they list.
 	Receipts Receipts `json:"receipts,omitzero"`
-	Hosts    []Host   `json:"hosts"`
+	// Backups says how long sync keeps the backups of targets' prior
+	// contents.
+	Backups Backups `json:"backups,omitzero"`
+	Hosts   []Host  `json:"hosts"`
 	// Repos names repositories, joins clones that have no common origin,
 	// and keeps repositories private to their hosts (repos.go).
 	Repos []Repo `json:"repos,omitempty"`
@@ -155,6 +161,22 @@ func (r Receipts) Retention() (keep, keepIdle time.Duration) {
 		keepIdle = keep
 	}
 	return keep, keepIdle
+}
+
+// Backups settings: how long sync keeps .handoff/backups' copies of what
+// a target held before a plan changed it (docs/receipts.md#retention).
+type Backups struct {
+	// Keep is how long a done plan's backup stays; 0 keeps every backup.
+	Keep *Duration `json:"keep,omitempty"`
+}
+
+// Retention returns how long a done plan's backup stays: the setting or
+// its default, 0 for forever.
+func (b Backups) Retention() time.Duration {
+	if b.Keep != nil {
+		return b.Keep.Duration
+	}
+	return DefaultBackupsKeep
 }
 
 // Host is one writer host as written in the manifest. Nil settings are

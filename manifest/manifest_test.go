@@ -312,3 +312,39 @@ func TestReceiptsRetention(t *testing.T) {
 		t.Fatalf("keep_idle 10m: %v, want an error naming receipts.keep_idle", err)
 	}
 }
+
+// TestBackupsRetention: the backups block's default (90d), its setting, 0
+// for forever, and a retention under a day refused with the file, the
+// field and a hint. Invariant: a typo (1m for a month) cannot make sync
+// remove a person's undo minutes after the change.
+func TestBackupsRetention(t *testing.T) {
+	const hosts = "hosts:\n  - {name: a, transport: local, inboxes: [~/x/.claude/memory-handoffs]}\n"
+	day := 24 * time.Hour
+	for _, c := range []struct {
+		block string
+		keep  time.Duration
+	}{
+		{"", 90 * day},
+		{"backups: {keep: 30d}\n", 30 * day},
+		{"backups: {keep: 24h}\n", day},
+		{"backups: {keep: 0}\n", 0},
+	} {
+		m, err := parse(t, "version: 1\nworkspace: /w\n"+c.block+hosts)
+		if err != nil {
+			t.Fatalf("%q: %v", c.block, err)
+		}
+		if k := m.Backups.Retention(); k != c.keep {
+			t.Errorf("%q: keep %v; want %v", c.block, k, c.keep)
+		}
+	}
+	for _, bad := range []string{"1m", "23h"} {
+		_, err := parse(t, "version: 1\nworkspace: /w\nbackups: {keep: "+bad+"}\n"+hosts)
+		fes := fieldErrors(t, err)
+		if len(fes) != 1 || fes[0].Field != "backups.keep" || fes[0].File == "" || fes[0].Hint == "" {
+			t.Fatalf("keep %s: %v, want one error naming the file and backups.keep, with a hint", bad, err)
+		}
+	}
+	if _, err := parse(t, "version: 1\nworkspace: /w\nbackups: {keep: forever}\n"+hosts); err == nil {
+		t.Error("keep: forever was accepted; the one spelling of forever is 0")
+	}
+}

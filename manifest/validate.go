@@ -18,6 +18,10 @@ const (
 	maxTimeout     = 24 * time.Hour
 	// maxReviewMaxAge bounds defaults.review_max_age.
 	maxReviewMaxAge = 365 * 24 * time.Hour
+	// minBackupsKeep bounds backups.keep: sync applies it once a day, and
+	// a unit misread (1m taken for a month) must not take a person's undo
+	// minutes after the change.
+	minBackupsKeep = 24 * time.Hour
 )
 
 var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -82,6 +86,12 @@ func (v *validator) manifest(m *Manifest) {
 			v.report(FieldError{Field: f.name, Value: f.d.String(),
 				Msg: fmt.Sprintf("%s is out of range: must be 0 (keep every receipt) or at least 1h", f.d), Hint: "use a duration such as 90d"})
 		}
+	}
+
+	if k := m.Backups.Keep; k != nil && k.Duration != 0 && k.Duration < minBackupsKeep {
+		v.report(FieldError{Field: "backups.keep", Value: k.String(),
+			Msg:  fmt.Sprintf("%s is out of range: must be 0 (keep every backup) or at least 1d", k),
+			Hint: "a backup is a person's undo: use a duration such as 90d, or 0 to keep them all"})
 	}
 
 	switch m.OpenClaw.Layout {

@@ -53,6 +53,12 @@ What the mirror's repos/<slug>/RECENT.md shows of a handoff is kept in the
 ledger when a sync first builds it, so removing the bytes does not blank
 it; the output (and --dry-run's) says how many of the handoffs removed
 have such notes and what changes in repos/ for the others.
+It also applies the manifest's backups retention, as sync does once a day
+(backups.keep, 90d by default; 0 keeps them all; --older-than plays no part):
+it removes the backups in .handoff/backups of plans finished more than that
+ago, by the file's time, but never an unfinished plan's, never the newest
+backup of a target (the undo of its last change), another writer's late
+edit (late.*) or the card index's index.MEMORY.md.
 The ledger's file keeps its size: SQLite reuses the space for
 the handoffs stored next. It holds the workspace lock like sync, and
 works on as many hosts at once as sync pulls: every host, up to half the
@@ -144,6 +150,15 @@ func (c *pruneCmd) run(cmd *cobra.Command, _ []string) error {
 	fmt.Fprintf(c.g.stdout, "%sreceipts: %s %d %s\n", prefix, verb, r.Receipts.Files, plural(r.Receipts.Files, "receipt", "receipts"))
 	if r.DryRun {
 		for _, n := range r.Receipts.Names {
+			fmt.Fprintf(c.g.stdout, "%s  %s\n", prefix, n)
+		}
+	}
+	fmt.Fprintf(c.g.stdout, "%sbackups: %s %d %s (%s)\n", prefix, verb, r.Backups.Files, plural(r.Backups.Files, "backup", "backups"), formatBytes(r.Backups.Bytes))
+	if k := r.Backups.Open + r.Backups.Newest; k > 0 {
+		fmt.Fprintf(c.g.stdout, "%sbackups: kept %d old enough to go: %d of unfinished plans, %d the newest of their targets\n", prefix, k, r.Backups.Open, r.Backups.Newest)
+	}
+	if r.DryRun {
+		for _, n := range r.Backups.Names {
 			fmt.Fprintf(c.g.stdout, "%s  %s\n", prefix, n)
 		}
 	}

@@ -37,6 +37,9 @@ const (
 	SpoolDir = StateDir + "/spool"
 	// BackupsDir holds the prior content of every target a plan changed.
 	BackupsDir = StateDir + "/backups"
+	// BackupsStamp is empty; its modification time is when sync last
+	// applied the backups retention, which it does once a day.
+	BackupsStamp = StateDir + "/backups-retained"
 	// ReceiptsDir holds one receipt per applied run, latest.json and
 	// latest.log.
 	ReceiptsDir = StateDir + "/receipts"

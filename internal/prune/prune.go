@@ -45,6 +45,9 @@ type Report struct {
 	Hosts    []Host         `json:"hosts"`
 	Spool    SpoolResult    `json:"spool"`
 	Receipts ReceiptsResult `json:"receipts"`
+	// Backups are the backups the manifest's backups.keep no longer
+	// keeps (none when it is 0).
+	Backups BackupsResult `json:"backups"`
 }
 
 // Host is one host's part of a prune.
@@ -79,7 +82,9 @@ func (r *Report) Failed() bool {
 // says were archived before now-OlderThan (the writer's modification time
 // plays no part; a file the ledger does not know stays); in the
 // workspace, the spool files of handoffs ingested before then (see Spool)
-// and the per-run receipts of runs finished before then (see Receipts).
+// and the per-run receipts of runs finished before then (see Receipts);
+// and the backups the manifest's backups.keep no longer keeps, as sync
+// removes them (see Backups; --older-than plays no part there).
 // It never touches malformed/, the inboxes themselves, review drafts,
 // latest.json and latest.log, or the ledger's rows, never follows a
 // symlink and never descends below processed/.
@@ -122,7 +127,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer closeLedger()
 
-	r := &Report{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]Host, len(hosts))}
+	r := &Report{DryRun: opts.DryRun, Cutoff: opts.Now().Add(-opts.OlderThan), Hosts: make([]Host, len(hosts)),
+		Backups: BackupsResult{Names: []string{}}}
 	log.Info("prune started", "workspace", wsDir, "cutoff", r.Cutoff, "dry_run", opts.DryRun, "hosts", len(hosts))
 	setup.ForEachHost(hosts, opts.Parallel, func(i int, h manifest.HostConfig) {
 		r.Hosts[i] = pruneHost(ctx, h, opts, r.Cutoff, led, log)
@@ -150,7 +156,14 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return r, fmt.Errorf("prune receipts: %w", err)
 	}
-	log.Info("prune finished", "spool_files", sp.Files, "receipts", rc.Files, "failed", r.Failed())
+	if keep := m.Backups.Retention(); keep > 0 {
+		bk, err := Backups(ctx, led, BackupsOptions{Workspace: wsDir, Keep: keep, Now: opts.Now(), DryRun: opts.DryRun})
+		r.Backups = bk
+		if err != nil {
+			return r, fmt.Errorf("prune: %w", err)
+		}
+	}
+	log.Info("prune finished", "spool_files", sp.Files, "receipts", rc.Files, "backups", r.Backups.Files, "failed", r.Failed())
 	return r, nil
 }
 
