@@ -483,14 +483,14 @@ func TestReasonsDocumented(t *testing.T) {
 		ReasonUnknownAction, ReasonInvalidType, ReasonSecretLike, ReasonHiddenCharacters, ReasonSymlink,
 		ReasonNotRegular, ReasonOversize, ReasonChanging, ReasonTooYoung, ReasonNoTarget, ReasonCardIdentical,
 		ReasonUnfilledTemplate,
-		ReasonInjectionLike, ReasonDatedCardName, ReasonBootstrapCap, ReasonRevised, ReasonSameText, ReasonPrivateAppend,
+		ReasonInjectionLike, ReasonDatedCardName, ReasonBootstrapCap, ReasonRevised, ReasonSameText, ReasonPrivateAppend, ReasonPrivateCard,
 	} {
 		if Reasons[code] == "" {
 			t.Errorf("Reasons has no description for %q", code)
 		}
 	}
-	if len(Reasons) != 30 {
-		t.Errorf("Reasons has %d codes, want 30", len(Reasons))
+	if len(Reasons) != 31 {
+		t.Errorf("Reasons has %d codes, want 31", len(Reasons))
 	}
 }
 

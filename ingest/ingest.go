@@ -52,10 +52,11 @@ type Options struct {
 	// value detects the layout, finds OpenClaw's config where OpenClaw
 	// does, and keeps the card index in MEMORY.md.
 	OpenClaw OpenClawOptions
-	// HoldPrivate reports whether a handoff of host's inbox appending to
-	// target (a workspace path; exists: the document is there) must wait
-	// in review (ReasonPrivateAppend): the handoff is private to its host
-	// and the document is one the other hosts' mirrors show
+	// HoldPrivate reports whether a handoff of host's inbox writing to
+	// target (a workspace path; exists: the card or document is there)
+	// must wait in review (ReasonPrivateCard, ReasonPrivateAppend): the
+	// handoff is private to its host and the target is one the other
+	// hosts' mirrors show
 	// (continuity.PrivateAppends). Nil holds nothing.
 	HoldPrivate func(host, inbox, target string, exists bool) bool
 }
@@ -307,6 +308,9 @@ func (in *Ingester) planWith(src sourceRow, h *Handoff, read readFunc, ov Overri
 				p.After = sum
 			}
 			return p, reason, nil
+		}
+		if !ov.Workspace && in.opts.HoldPrivate != nil && in.opts.HoldPrivate(src.Host, src.Inbox, p.Target, exists) {
+			return p, ReasonPrivateCard, nil
 		}
 		p.cur = cur
 		p.Content = []byte(h.Card.Content)

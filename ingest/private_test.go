@@ -54,3 +54,43 @@ func TestPrivateAppendWaits(t *testing.T) {
 	}
 	r.checkClean()
 }
+
+// TestPrivateCardWaits: a private handoff's update of a card the other
+// hosts see waits in review (private-card); its new card is applied.
+// Invariants: a private host cannot take a shared card off the other
+// hosts' mirrors without a person's decision (the card is unchanged);
+// the person's accept overrides exactly this rule.
+func TestPrivateCardWaits(t *testing.T) {
+	r := newRig(t)
+	shared := cardContent("deploy", "deploys go through the queue")
+	r.writeWS("memory/cards/deploy.md", shared+"\n")
+	r.store([2]string{"u.md", cardH("update-card", "deploy.md", cardContent("deploy", "CONFIDENTIAL-CLIENTX deploys by hand"), section{"Expected card SHA256", sum(shared + "\n")})},
+		[2]string{"n.md", cardH("create-card", "clientx.md", cardContent("clientx", "CLIENTX uses SAML"))})
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run",
+		HoldPrivate: func(host, inbox, target string, exists bool) bool { return exists }}, r.led, r.spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	entries, err := in.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Entry{}
+	for _, e := range entries {
+		got[e.Name] = e
+	}
+	if e := got["u.md"]; e.Result != ResultReview || e.Reason != ReasonPrivateCard {
+		t.Errorf("the update of the shared card: %s %s; want review %s", e.Result, e.Reason, ReasonPrivateCard)
+	}
+	if r.readWS("memory/cards/deploy.md") != shared+"\n" {
+		t.Errorf("the shared card changed: %q", r.readWS("memory/cards/deploy.md"))
+	}
+	if e := got["n.md"]; e.Result != ResultPromoted {
+		t.Errorf("the new card: %s %s; want promoted", e.Result, e.Reason)
+	}
+	if !IsWorkspaceReason(ReasonPrivateCard) {
+		t.Error("accept does not override private-card")
+	}
+	r.checkClean()
+}

@@ -38,6 +38,9 @@ const (
 	// root private to its host) appends to a document the other hosts'
 	// mirrors show; applied, it would keep the whole document off them.
 	ReasonPrivateAppend = "private-append"
+	// ReasonPrivateCard: a private handoff changes a card the other
+	// hosts' mirrors show; applied, it would take the card off them.
+	ReasonPrivateCard = "private-card"
 	// ReasonRevised: a handoff with the host, inbox and file name of an
 	// earlier one and other bytes, which the ingester will not apply a
 	// second time blindly (see revision.go). On a promoted card it says
@@ -63,6 +66,7 @@ const (
 var Reasons = map[string]string{
 	ReasonDatedCardName:       "the card name starts with a date (YYYY-MM-DD), which OpenClaw reads as a daily note: it decays in memory search and its nightly sweep promotes it into MEMORY.md",
 	ReasonBootstrapCap:        "the append would take a file OpenClaw loads at a session's start past what OpenClaw loads of it (USER.md 4,000 characters, others 20,000, 60,000 in all), and the cut part would reach no session",
+	ReasonPrivateCard:         "a handoff private to its host (its repository or discover root is private) changes a card the other hosts' mirrors show: applied, its content would keep the card off them; accepting it does that, rejecting it keeps the card shared",
 	ReasonPrivateAppend:       "a handoff private to its host (its repository or discover root is private) appends to a document the other hosts' mirrors show: applied, its text would keep the whole document off them; accepting it does that, rejecting it keeps the document shared",
 	ReasonParseError:          "the file is not a handoff: invalid UTF-8, a NUL byte, no \"# Memory Handoff\" first line, no known section, or a section given twice",
 	ReasonMissingSection:      "a required section is absent, empty or only a placeholder such as \"(none)\"",

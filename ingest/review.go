@@ -63,7 +63,7 @@ func ScreenFlag(reason string) string {
 // state, which a person's accept overrides (Override.Workspace).
 func IsWorkspaceReason(reason string) bool {
 	switch reason {
-	case ReasonHashConflict, ReasonCardExists, ReasonCardMissing, ReasonRevised, ReasonBootstrapCap, ReasonPrivateAppend:
+	case ReasonHashConflict, ReasonCardExists, ReasonCardMissing, ReasonRevised, ReasonBootstrapCap, ReasonPrivateAppend, ReasonPrivateCard:
 		return true
 	}
 	return false
@@ -313,6 +313,8 @@ func (in *Ingester) planProblem(reason string, h *Handoff, p *plan) Problem {
 		return problemf(reason, field, "%s does not exist, so there is nothing to update", target)
 	case ReasonBootstrapCap:
 		return problemf(reason, field, "%s", capMessage(target, p.overflow))
+	case ReasonPrivateCard:
+		return problemf(reason, field, "%s is shown on every host's mirror, and this handoff is private to its host: accepting it changes the card and keeps it off the other hosts' mirrors from then on", target)
 	case ReasonPrivateAppend:
 		return problemf(reason, field, "%s is shown on every host's mirror, and this handoff is private to its host: accepting it appends it and keeps %s off the other hosts' mirrors from then on", target, target)
 	}
