@@ -13,24 +13,6 @@ import (
 	"github.com/handoff-sync/handoff/receipts"
 )
 
-// treeOf is every path under dir and every regular file's content, for
-// looking for a string anywhere on a host's mirror.
-func treeOf(dir string) string {
-	var b strings.Builder
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		b.WriteString(p + "\n")
-		if d.Type().IsRegular() {
-			data, _ := os.ReadFile(p)
-			b.Write(data)
-		}
-		return nil
-	})
-	return b.String()
-}
-
 // recentHolding returns the RECENT.md under a mirror's repos/ that holds
 // marker, "" when none does.
 func recentHolding(t *testing.T, mirrorDir, marker string) string {
@@ -129,7 +111,7 @@ func TestPrivacyTwoHostsOverOpenSSH(t *testing.T) {
 	}
 
 	// Nothing of the laptop's private repositories on hostile's mirror.
-	text := treeOf(hostile.mirror)
+	text := treeText(hostile.mirror)
 	for _, leak := range []string{"BANK-NOTE", "BANK-RULE", "BANK-TOOL", "CLIENTX-NOTE", "CLIENTX-LEARNING", "rules/bank.md",
 		"clientx-secret", "clientx/sso", "gitlab.example.com", laptop.path("clients"), laptop.path("code/clientx")} {
 		if strings.Contains(text, leak) {
