@@ -220,10 +220,7 @@ func (ru *run) open(ctx context.Context) error {
 	// A private handoff's append to a shared document waits in review;
 	// when the rule cannot be read, the documents it would write are
 	// still withheld from the other hosts at publish (PrivateTargets).
-	hold, err := continuity.PrivateAppends(ctx, st.led, ru.opts.Manifest)
-	if err != nil {
-		ru.log.Warn("could not tell which documents private handoffs may append to; their appends are withheld at publish", "err", err)
-	}
+	hold := continuity.PrivateAppends(ctx, st.led, ru.opts.Manifest)
 	ing, err := ingest.New(ingest.Options{Workspace: ru.wsDir, RunID: ru.r.RunID, DryRun: ru.opts.DryRun, Log: ru.log,
 		OpenClaw:    ingest.OpenClawOptions{Layout: oc.Layout, Config: oc.Config, CardIndex: oc.CardIndexOn()},
 		HoldPrivate: hold}, st.led, st.spool)

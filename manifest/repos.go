@@ -87,6 +87,25 @@ func (m *Manifest) RepoFor(host, dir, home, origin string) int {
 	return -1
 }
 
+// KeepsPrivate reports whether anything in the manifest is private: a
+// discover root of a host, or a repos entry. Without either, no handoff
+// is private, and nothing needs withholding.
+func (m *Manifest) KeepsPrivate() bool {
+	for _, h := range m.HostConfigs() {
+		for _, d := range h.Discover {
+			if d.Private {
+				return true
+			}
+		}
+	}
+	for _, r := range m.Repos {
+		if r.Private {
+			return true
+		}
+	}
+	return false
+}
+
 // PrivateAt reports whether an inbox on the host lies under one of its
 // private discover roots. home is the host login's home; when it is
 // unknown, a root written with "~" is taken to hold the inbox, so that

@@ -187,10 +187,7 @@ func TestPrivateAppends(t *testing.T) {
 	}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	hold, err := PrivateAppends(ctx, w.led, w.m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hold := PrivateAppends(ctx, w.led, w.m)
 	for _, tc := range []struct {
 		host, inbox, target string
 		exists, want        bool
@@ -266,5 +263,28 @@ func TestShareNotes(t *testing.T) {
 	}
 	if !strings.Contains(fileOf(t, files["vps"], "repos/tool/RECENT.md"), "VPS-TOOL") {
 		t.Errorf("vps's own repository is missing from its mirror: %q", paths(files["vps"]))
+	}
+}
+
+// TestNothingPrivateReadsNothing: a manifest that keeps nothing private
+// has no hold rule and withholds nothing, without reading the ledger (a
+// closed ledger would fail any read). Invariant: an idle tick's cost does
+// not grow with the sources a workspace stored when privacy is not used.
+func TestNothingPrivateReadsNothing(t *testing.T) {
+	w := newWorld(t)
+	m, err := manifest.Parse([]byte("version: 1\nworkspace: /ws\nhosts:\n  - name: laptop\n    transport: local\n    discover: [{root: /code}]\n"), filepath.Join(t.TempDir(), "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.led.Close()
+	if hold := PrivateAppends(context.Background(), w.led, m); hold != nil {
+		t.Error("a hold rule for a manifest that keeps nothing private")
+	}
+	got, err := PrivateTargets(context.Background(), w.led, m)
+	if err != nil || len(got) != 0 {
+		t.Errorf("PrivateTargets = %v, %v; want nothing, without reading the closed ledger", got, err)
+	}
+	if !w.m.KeepsPrivate() {
+		t.Error("the test world's manifest, which has private entries, does not keep anything private")
 	}
 }
