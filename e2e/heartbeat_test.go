@@ -4,7 +4,6 @@ package e2e
 // server that plays healthchecks.io.
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -14,13 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/handoff-sync/handoff/internal/failpoint"
 )
 
 // pingServer records every request it gets; with hang set it never answers
@@ -279,44 +275,10 @@ func TestHeartbeatInterrupted(t *testing.T) {
 	ps := startPingServer(t, false)
 	w, env := heartbeatWorld(t, "notify: {ping_url: "+ps.url+"}\n")
 	const fp = "store.recorded@1"
-	cmd := exec.Command(binary(), "sync", "--manifest", w.manifest, "-v", "--log-format", "json")
-	cmd.Env = append(slices.Clone(env), failpoint.Env+"="+fp+":pause")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	paused, read := make(chan struct{}), make(chan struct{})
-	var lines []string
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(nil, 1<<20)
-		once := false
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if !once && strings.Contains(sc.Text(), "failpoint: paused at store.recorded") {
-				once = true
-				close(paused)
-			}
-		}
-	}()
-	select {
-	case <-paused:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-read
-		cmd.Wait()
-		t.Fatalf("the pull never paused at %s:\n%s", fp, strings.Join(lines, "\n"))
-	}
-	cmd.Process.Signal(os.Interrupt)
-	<-read
-	err = cmd.Wait()
+	stderr, err := interruptedSync(t, env, w.manifest, fp)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("interrupted sync: %v, want exit 1\n%s", err, strings.Join(lines, "\n"))
+		t.Fatalf("interrupted sync: %v, want exit 1\n%s", err, stderr)
 	}
 	hits := ps.got()
 	if len(hits) != 2 || hits[0].path != "/0b6e5a52-check/start" || hits[1].path != "/0b6e5a52-check/fail" {

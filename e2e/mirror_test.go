@@ -306,49 +306,8 @@ func interruptPublish(t *testing.T, fp string) *interruptedMirror {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(binary(), "sync", "--manifest", w.manifest, "-v", "--log-format", "json")
-	cmd.Env = append(slices.Clone(x.env), failpoint.Env+"="+fp+":pause")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	paused, read := make(chan struct{}), make(chan struct{})
-	var lines []string
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if strings.Contains(sc.Text(), "failpoint: paused at "+fp) {
-				close(paused)
-			}
-		}
-	}()
-	select {
-	case <-paused:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-read
-		cmd.Wait()
-		t.Fatalf("the publish never paused at %s:\n%s", fp, strings.Join(lines, "\n"))
-	}
-	cmd.Process.Signal(os.Interrupt)
-	exited := make(chan error, 1)
-	go func() {
-		<-read
-		exited <- cmd.Wait()
-	}()
-	select {
-	case err = <-exited:
-	case <-time.After(20 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("sync did not end within 20s of SIGINT")
-	}
-	x.stderr = strings.Join(lines, "\n")
+	stderr, err := interruptedSync(t, x.env, w.manifest, fp)
+	x.stderr = stderr
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("interrupted sync: %v, want exit 1\n%s", err, x.stderr)
@@ -514,6 +473,60 @@ func treeText(dir string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// interruptedSync runs sync with the failpoint fp set to pause, sends it
+// SIGINT once it is paused there, and returns its stderr (--verbose,
+// JSON lines) and how it exited. The test fails if the run never pauses
+// within 60 s or does not end within 20 s of the signal.
+func interruptedSync(t *testing.T, env []string, manifest, fp string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(binary(), "sync", "--manifest", manifest, "-v", "--log-format", "json")
+	cmd.Env = append(slices.Clone(env), failpoint.Env+"="+fp+":pause")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	name, _, _ := strings.Cut(fp, "@")
+	paused, read := make(chan struct{}), make(chan struct{})
+	var lines []string
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		once := false
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if !once && strings.Contains(sc.Text(), "failpoint: paused at "+name) {
+				once = true
+				close(paused)
+			}
+		}
+	}()
+	select {
+	case <-paused:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		<-read
+		cmd.Wait()
+		t.Fatalf("sync never paused at %s:\n%s", fp, strings.Join(lines, "\n"))
+	}
+	cmd.Process.Signal(os.Interrupt)
+	exited := make(chan error, 1)
+	go func() {
+		<-read
+		exited <- cmd.Wait()
+	}()
+	select {
+	case err = <-exited:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sync did not end within 20s of SIGINT")
+	}
+	return strings.Join(lines, "\n"), err
 }
 
 // needGit fails the test without git when the e2e tools are required, and
