@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -747,33 +746,16 @@ func TestDoctorWaitingAndStale(t *testing.T) {
 // not, so a host that is down holds up no more than it does in a sync.
 func TestDoctorHostsAtOnce(t *testing.T) {
 	const n = 12 // more than fanout.MinHosts, so the old fixed 8 shows
-	var yml strings.Builder
-	fmt.Fprintf(&yml, "version: 1\nworkspace: %s\nhosts:\n", filepath.Join(t.TempDir(), "ws"))
-	for i := range n {
-		fmt.Fprintf(&yml, "  - name: h%d\n    transport: local\n    inboxes: [/nonexistent/h%d/.claude/memory-handoffs]\n", i, i)
-	}
-	m, err := manifest.Parse([]byte(yml.String()), filepath.Join(t.TempDir(), "writers.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testenv.DownFleet(t, filepath.Join(t.TempDir(), "ws"), t.TempDir(), n)
 	t.Setenv("XDG_RUNTIME_DIR", "") // no systemd: the timer check asks nobody
 	synctest.Test(t, func(t *testing.T) {
-		var dialing atomic.Int64
-		release := make(chan struct{})
-		dial := func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
-			dialing.Add(1)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil, errors.New("down")
-		}
+		dial := testenv.NewHeldDial()
 		before := fanout.Available()
 		done := make(chan *doctor.Report)
-		go func() { done <- doctor.Run(context.Background(), doctor.Options{Manifest: m, Dial: dial}) }()
+		go func() { done <- doctor.Run(context.Background(), doctor.Options{Manifest: m, Dial: dial.Dial}) }()
 		synctest.Wait() // every check that can start is held in its dial
-		got := dialing.Load()
-		close(release)
+		got := dial.Dialing.Load()
+		close(dial.Release)
 		rep := <-done
 		after := fanout.Available()
 		lo, hi := fanout.HostsAtOnce(n, min(before, after)), fanout.HostsAtOnce(n, max(before, after))

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -483,26 +482,9 @@ func TestPruneReceipts(t *testing.T) {
 func TestPruneHostsAtOnce(t *testing.T) {
 	const n = 12 // more than fanout.MinHosts, so the old fixed 8 shows
 	e := testenv.NewEnv(t, "")
-	var yml strings.Builder
-	fmt.Fprintf(&yml, "version: 1\nworkspace: %s\nhosts:\n", e.WS)
-	for i := range n {
-		fmt.Fprintf(&yml, "  - name: h%d\n    transport: local\n    inboxes: [/nonexistent/h%d/.claude/memory-handoffs]\n", i, i)
-	}
-	m, err := manifest.Parse([]byte(yml.String()), filepath.Join(e.Dir, "writers.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := testenv.DownFleet(t, e.WS, e.Dir, n)
 	synctest.Test(t, func(t *testing.T) {
-		var dialing atomic.Int64
-		release := make(chan struct{})
-		dial := func(ctx context.Context, h manifest.HostConfig) (transport.FS, error) {
-			dialing.Add(1)
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil, errors.New("down")
-		}
+		dial := testenv.NewHeldDial()
 		before := fanout.Available()
 		type result struct {
 			r   *prune.Report
@@ -510,12 +492,12 @@ func TestPruneHostsAtOnce(t *testing.T) {
 		}
 		done := make(chan result)
 		go func() {
-			r, err := prune.Run(context.Background(), prune.Options{Manifest: m, OlderThan: thirtyDays, Dial: dial})
+			r, err := prune.Run(context.Background(), prune.Options{Manifest: m, OlderThan: thirtyDays, Dial: dial.Dial})
 			done <- result{r, err}
 		}()
 		synctest.Wait() // every host that can start is held in its dial
-		got := dialing.Load()
-		close(release)
+		got := dial.Dialing.Load()
+		close(dial.Release)
 		res := <-done
 		after := fanout.Available()
 		lo, hi := fanout.HostsAtOnce(n, min(before, after)), fanout.HostsAtOnce(n, max(before, after))

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -19,11 +20,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/handoff-sync/handoff/internal/setup"
 	"github.com/handoff-sync/handoff/manifest"
+	"github.com/handoff-sync/handoff/transport"
 )
 
 // Handoff renders a handoff from section name and body pairs.
@@ -208,4 +211,43 @@ func TreeHash(t testing.TB, dir string) string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// DownFleet is a manifest of n local hosts, h0 to h(n-1), for the
+// workspace ws, each with one inbox that does not exist; manifestDir is
+// where its writers.yaml is said to be.
+func DownFleet(t testing.TB, ws, manifestDir string, n int) *manifest.Manifest {
+	t.Helper()
+	var yml strings.Builder
+	fmt.Fprintf(&yml, "version: 1\nworkspace: %s\nhosts:\n", ws)
+	for i := range n {
+		fmt.Fprintf(&yml, "  - name: h%d\n    transport: local\n    inboxes: [/nonexistent/h%d/.claude/memory-handoffs]\n", i, i)
+	}
+	m, err := manifest.Parse([]byte(yml.String()), filepath.Join(manifestDir, "writers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// HeldDial is a setup.Dialer that counts the hosts dialling at once: each
+// dial waits until Release is closed (or its context ends) and then fails
+// with "down". A test reads Dialing once every dial that can start has
+// (synctest.Wait), to see how many hosts a command works on at once.
+type HeldDial struct {
+	Dialing atomic.Int64
+	Release chan struct{}
+}
+
+// NewHeldDial returns a HeldDial whose dials wait.
+func NewHeldDial() *HeldDial { return &HeldDial{Release: make(chan struct{})} }
+
+// Dial counts the dial, waits, and fails.
+func (d *HeldDial) Dial(ctx context.Context, _ manifest.HostConfig) (transport.FS, error) {
+	d.Dialing.Add(1)
+	select {
+	case <-d.Release:
+	case <-ctx.Done():
+	}
+	return nil, errors.New("down")
 }
