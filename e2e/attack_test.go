@@ -38,8 +38,8 @@ func newAttackWorld(t *testing.T) *attackWorld {
 	home := filepath.Join(root, "home")
 	mustMkdir(t, home)
 	w := &attackWorld{env: childEnv(home), manifest: filepath.Join(root, "writers.yaml"),
-		victim:  contHost{name: "victim", root: filepath.Join(root, "victim"), mirror: filepath.Join(root, "victim", "mirror")},
-		hostile: contHost{name: "hostile", root: filepath.Join(root, "hostile"), mirror: filepath.Join(root, "hostile", "mirror")}}
+		victim:  newContHost(root, "victim"),
+		hostile: newContHost(root, "hostile")}
 	w.victimApp = clone(t, w.victim.path("code/app"), "git@github.com:acme/app.git")
 	mustWrite(t, filepath.Join(w.victimApp, "2026-12-01-1000-victim.md"), handoff("Type", "decision", "Title", "Victim plan",
 		"Summary", "VICTIM-NOTE: the release waits for the audit.", "Recommended memory action", "no-card",

@@ -455,6 +455,12 @@ type contHost struct {
 	name, root, mirror string
 }
 
+// newContHost is the host name with its tree at root/name and its
+// mirror at root/name/mirror.
+func newContHost(root, name string) contHost {
+	return contHost{name: name, root: filepath.Join(root, name), mirror: filepath.Join(root, name, "mirror")}
+}
+
 func (h contHost) path(rel string) string { return filepath.Join(h.root, rel) }
 
 // treeText is every path under dir and every regular file's bytes, for
@@ -568,9 +574,9 @@ func TestContinuityOverOpenSSH(t *testing.T) {
 	root := t.TempDir()
 	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
 	mustMkdir(t, home)
-	laptop := contHost{name: "laptop", root: filepath.Join(root, "laptop"), mirror: filepath.Join(root, "laptop", "mirror")}
-	server := contHost{name: "server", root: filepath.Join(root, "server"), mirror: filepath.Join(root, "server", "mirror")}
-	ci := contHost{name: "ci", root: filepath.Join(root, "ci"), mirror: filepath.Join(root, "ci", "mirror")}
+	laptop := newContHost(root, "laptop")
+	server := newContHost(root, "server")
+	ci := newContHost(root, "ci")
 
 	gitClone(t, laptop.path("code/shop"), "git@github.com:Acme/shop.git")
 	gitClone(t, server.path("src/shop"), "https://github.com/Acme/shop")

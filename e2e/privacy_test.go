@@ -48,8 +48,8 @@ func TestPrivacyTwoHostsOverOpenSSH(t *testing.T) {
 	root := t.TempDir()
 	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
 	mustMkdir(t, home)
-	laptop := contHost{name: "laptop", root: filepath.Join(root, "laptop"), mirror: filepath.Join(root, "laptop", "mirror")}
-	hostile := contHost{name: "hostile", root: filepath.Join(root, "hostile"), mirror: filepath.Join(root, "hostile", "mirror")}
+	laptop := newContHost(root, "laptop")
+	hostile := newContHost(root, "hostile")
 
 	gitClone(t, laptop.path("code/shop"), "git@github.com:acme/shop.git")
 	gitClone(t, laptop.path("clients/bank"), "git@github.com:bank/portal.git")         // under a private root
