@@ -292,10 +292,9 @@ func (b *batch) decide(ctx context.Context, src sourceRow) (*item, error) {
 		return it, nil
 	}
 	b.seen[src.SHA256] = true
-	if it.again {
-		// Its content is known, and its text: a return is decided as
-		// the revision it is.
-	} else if b.knownText[src.SHA256] || b.texts[src.SHA256] || b.prev != nil && b.prev.texts[src.SHA256] {
+	// A return's content, and its text, are known: it is decided as the
+	// revision it is, not as a copy.
+	if !it.again && (b.knownText[src.SHA256] || b.texts[src.SHA256] || b.prev != nil && b.prev.texts[src.SHA256]) {
 		// A content in normal form whose text a copy with CRLF line
 		// ends (or trailing whitespace) had first.
 		it.o = outcome{Result: ResultDuplicate, Reason: ReasonSameText}
