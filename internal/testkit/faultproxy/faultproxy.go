@@ -658,11 +658,16 @@ func (c *conn) pump(d Dir, src, dst net.Conn) {
 			if !c.sleep(e.latency) {
 				return
 			}
+			// Counted before it is written: the peer may answer it at
+			// once, and a fault triggered by these bytes (in either
+			// direction) must see them counted before the answer comes
+			// back through the other pump. A write that fails tears the
+			// connection down, with these bytes counted.
+			c.count(d, data[:piece], false)
 			if _, err := dst.Write(data[:piece]); err != nil {
 				c.teardown()
 				return
 			}
-			c.count(d, data[:piece], false)
 			data = data[piece:]
 			if e.rate > 0 && !c.sleep(time.Duration(piece)*time.Second/time.Duration(e.rate)) {
 				return
