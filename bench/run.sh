@@ -99,6 +99,11 @@
 # set of every process in hbench-client (the run, its workers, ssh
 # clients) into mem_peak_mib.
 #
+# PCAP=1 captures host 1's end of the link (tcpdump in its namespace,
+# before the nfq delay) for every timed run into pcap-TOOL-N.pcap;
+# bench/timeline.py prints a capture's exchanges, one a line, with the
+# time each side waited (apt-get install tcpdump first).
+#
 # PROFILE=1 also keeps handoff's --verbose JSON log of each run, a CPU
 # profile of the run and of each worker (cpu-N/sync-<pid>.cpu, worker-<pid>.cpu), and writes its phases (bench/phases.py: connect + discovery, claim/store/acknowledge
 # per host, ingest) to phases-N.md.
@@ -561,10 +566,17 @@ for rep in $(seq 1 "$N"); do
       mem_sample "$OUT/mem-$tool-$rep.txt" &
       MS=$!
     fi
+    PC=""
+    if [ "${PCAP:-0}" = 1 ]; then # host 1's side of the link, every packet
+      ip netns exec hb1 tcpdump -i eth0 -n -s 128 -U -w "$OUT/pcap-$tool-$rep.pcap" tcp port 22 2>/dev/null &
+      PC=$!
+      sleep 0.5 # tcpdump is listening before the tool connects
+    fi
     t0=$(date +%s.%N)
     ok=1
     (echo "$BASHPID" >"$CGC/cgroup.procs" && run_tool "$tool" "$rep") || ok=0
     t1=$(date +%s.%N)
+    if [ -n "$PC" ]; then sleep 0.3; kill "$PC"; wait "$PC" 2>/dev/null || true; fi
     times >"$OUT/times-after"
     mach1=$(machine_busy)
     read -r cgc1 cgh1 cgd1 < <(cg_usage)
