@@ -104,7 +104,7 @@ func newFS(rd io.Reader, wr io.WriteCloser, cfg Config, log *slog.Logger, limits
 	g.handles = newHandleLimit(defaultHandles)
 	gr := newGuardReader(rd, g)
 	bw := newBatchWriter(wr)
-	gw := &guardWriter{w: bw, g: g}
+	gw := &guardWriter{w: bw, g: g, watch: newSentWatch()}
 	if limitsEarly {
 		gw.afterInit = g.limitsRequest()
 	}
@@ -375,7 +375,10 @@ func (f *FS) list(ctx context.Context, name string) ([]os.FileInfo, error) {
 // Round trips: LSTAT, OPEN, FSTAT, the READs, FSTAT: five, whatever the
 // size up to readsPerFile chunks, since the READs are sent together (the
 // data in 32 KiB chunks, and one byte at the size, which must find the
-// end). The CLOSE is sent without waiting for its answer.
+// end). On OpenSSH's own sftp-server a file of up to one chunk takes
+// three: the FSTAT, the READs and the FSTAT go out together once the
+// OPEN has answered (readPipelined). The CLOSE is sent without waiting
+// for its answer.
 func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {
 	if limit < 0 {
 		limit = 0
@@ -396,9 +399,10 @@ func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, tr
 // ReadListed is ReadFile for a name the caller has just listed: listed,
 // the listing's entry (READDIR answers with lstat semantics), stands in
 // for the LSTAT ReadFile sends before opening, so the read costs four round
-// trips. Everything else ReadFile checks still holds, against listed: the
-// open handle must be a regular file of the listed size and modification
-// time, and no more than min(listed size, limit)+1 bytes are ever held.
+// trips (two, pipelined). Everything else ReadFile checks still holds,
+// against listed: the open handle must be a regular file of the listed
+// size and modification time, and no more than min(listed size, limit)+1
+// bytes are ever held.
 // What the listing cannot vouch for is the instant between it and the
 // OPEN: a name swapped for a FIFO then makes the server's OPEN wait for a
 // writer, which stalls this connection until the host's deadline (no
@@ -439,6 +443,15 @@ func (f *FS) readOpened(name string, before transport.FileInfo, limit int64) ([]
 	if before.Size > limit || before.Size < 0 {
 		return nil, transport.FileInfo{}, fmt.Errorf("%w (%d bytes, limit %d)", transport.ErrTooLarge, before.Size, limit)
 	}
+	if f.pipelined(before.Size) {
+		return f.readPipelined(name, before)
+	}
+	return f.readOpenedInTurn(name, before)
+}
+
+// readOpenedInTurn is readOpened with each request waiting for the answer
+// to the one before: OPEN, FSTAT, the READs with the probe, FSTAT.
+func (f *FS) readOpenedInTurn(name string, before transport.FileInfo) ([]byte, transport.FileInfo, error) {
 	file, opened, err := f.openStat(name)
 	if err != nil {
 		return nil, transport.FileInfo{}, err

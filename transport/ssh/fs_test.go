@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,6 +164,16 @@ type fakeSFTP struct {
 	// hangUpAfter, if set, closes the connection on the request after
 	// that many LSTATs have been answered.
 	hangUpAfter int
+
+	logMu sync.Mutex
+	log   []string // the requests in the order served: "FSTAT", "READ@off", ...
+}
+
+// requests returns the requests served so far, in order.
+func (fk *fakeSFTP) requests() []string {
+	fk.logMu.Lock()
+	defer fk.logMu.Unlock()
+	return slices.Clone(fk.log)
 }
 
 // start serves f on one end of a pipe and returns an FS on the other.
@@ -204,6 +215,15 @@ func (fk *fakeSFTP) serve(c net.Conn) {
 			return
 		}
 		typ, id := body[0], binary.BigEndian.Uint32(body[1:5])
+		entry := reqNames[typ]
+		if typ == 5 && len(body) >= 9 {
+			if hl := binary.BigEndian.Uint32(body[5:9]); uint64(len(body)) >= 17+uint64(hl) {
+				entry += "@" + itoa(int(binary.BigEndian.Uint64(body[9+hl:])))
+			}
+		}
+		fk.logMu.Lock()
+		fk.log = append(fk.log, entry)
+		fk.logMu.Unlock()
 		var out []byte
 		switch typ {
 		case 1: // INIT

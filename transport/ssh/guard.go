@@ -438,6 +438,8 @@ type guardWriter struct {
 	pending []byte // the guard's own frames, waiting for pkg/sftp's next Write
 
 	afterInit []byte // the guard's own frames, to follow pkg/sftp's first (INIT)
+
+	watch *sentWatch // shown each FSTAT and READ while it watches (pipelined.go)
 }
 
 func (w *guardWriter) Write(p []byte) (int, error) {
@@ -539,6 +541,15 @@ func (w *guardWriter) observe(p []byte) {
 				// the frame on once it is whole.
 				w.keep = true
 				w.body = append(w.body[:0], w.hdr[4:]...)
+			case fxpFstat, fxpRead:
+				// As small; kept only while a pipelined read waits
+				// for one to be queued.
+				w.keep = w.watch != nil && w.watch.watching()
+				if w.keep {
+					w.body = append(w.body[:0], w.hdr[4:]...)
+				} else {
+					w.out = append(w.out, w.hdr[:]...)
+				}
 			default:
 				w.keep = false
 				w.out = append(w.out, w.hdr[:]...)
@@ -568,6 +579,9 @@ func (w *guardWriter) done() {
 	if !w.keep {
 		w.g.sent(w.hdr[4:])
 		return
+	}
+	if t := w.body[0]; t == fxpFstat || t == fxpRead {
+		w.watch.saw(w.body)
 	}
 	if w.body[0] == fxpReaddir && w.g.answerReaddir(w.body) {
 		return // answered from the read-ahead; the server never sees it
