@@ -1,9 +1,14 @@
 package claim_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/transport"
@@ -76,5 +81,66 @@ func TestPullReadsRepoIdentity(t *testing.T) {
 		if plain == nil || plain.Origin != "" || plain.Problem != "" {
 			t.Errorf("plain: %+v", plain)
 		}
+	}
+}
+
+// heldConfigs holds every read of a .git/config until want of them are
+// waiting at once, and records the most that ever waited together. A
+// pull that reads fewer at once would wait forever: after 5 s the reads
+// go on, so that the test fails instead of hanging.
+type heldConfigs struct {
+	transport.FS
+	want    int
+	mu      sync.Mutex
+	waiting int
+	most    int
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *heldConfigs) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {
+	if strings.HasSuffix(name, "/.git/config") {
+		h.mu.Lock()
+		h.waiting++
+		h.most = max(h.most, h.waiting)
+		if h.waiting == h.want {
+			h.once.Do(func() { close(h.release) })
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.release:
+		case <-time.After(5 * time.Second):
+			h.once.Do(func() { close(h.release) })
+		}
+		h.mu.Lock()
+		h.waiting--
+		h.mu.Unlock()
+	}
+	return h.FS.ReadFile(ctx, name, limit)
+}
+
+// TestPullReadsRepoIdentitiesAtOnce: the identities of 100 repositories
+// with handoffs are read together, not 32 at a time: each is a chain of
+// round trips, and the pull waits for the last (at 100 ms a round trip,
+// 32 at once left a tail of half a second after the claims).
+func TestPullReadsRepoIdentitiesAtOnce(t *testing.T) {
+	t.Parallel()
+	const repos = 100
+	root := tempRoot(t)
+	for i := range repos {
+		r := fmt.Sprintf("code/r%03d", i)
+		build(t, root, r+"/.claude/memory-handoffs/a.md", r+"/.git/HEAD")
+		writeFile(t, filepath.Join(root, r, ".git/config"), []byte("[remote \"origin\"]\n\turl = https://h/"+r+"\n"), old)
+	}
+	cfg := baseConfig()
+	cfg.Roots = []claim.Root{{Path: filepath.Join(root, "code"), MaxDepth: 1}}
+	cfg.Repos = true
+	fsys := &heldConfigs{FS: transport.NewLocal(), want: repos, release: make(chan struct{})}
+	rep := pull(t, fsys, cfg, openSpool(t), newRecorder())
+	if rep.Outcome != claim.OutcomeOK || rep.Stored != repos {
+		t.Fatalf("%+v", rep)
+	}
+	if fsys.most != repos {
+		t.Errorf("at most %d of %d repositories' configs were read at once", fsys.most, repos)
 	}
 }
