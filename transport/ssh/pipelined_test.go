@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -40,23 +38,14 @@ func TestFileHandle(t *testing.T) {
 func TestReadPipelinedRoundTrips(t *testing.T) {
 	t.Parallel()
 	serve := openSSHServer(t)
-	dir := t.TempDir()
-	name := filepath.Join(dir, "f.md")
-	want := bytes.Repeat([]byte("0123456789abcdef"), 128)
-	if err := os.WriteFile(name, want, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ents, err := startRelayed(t, &relay{}, serve).ReadDir(ctxT(t), dir, 0)
-	if err != nil || len(ents) != 1 {
-		t.Fatalf("ReadDir: %v, %v", ents, err)
-	}
+	name, want, listed := listedFile(t, serve)
 	for _, tc := range []struct {
 		name   string
 		read   func(f *FS) ([]byte, transport.FileInfo, error)
 		rounds int
 		seq    string
 	}{
-		{"listed", func(f *FS) ([]byte, transport.FileInfo, error) { return f.ReadListed(ctxT(t), name, ents[0], 1<<20) },
+		{"listed", func(f *FS) ([]byte, transport.FileInfo, error) { return f.ReadListed(ctxT(t), name, listed, 1<<20) },
 			2, "OPEN FSTAT READ READ FSTAT CLOSE"},
 		{"file", func(f *FS) ([]byte, transport.FileInfo, error) { return f.ReadFile(ctxT(t), name, 1<<20) },
 			3, "LSTAT OPEN FSTAT READ READ FSTAT CLOSE"},

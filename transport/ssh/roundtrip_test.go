@@ -619,17 +619,7 @@ func TestReadListedRoundTrips(t *testing.T) {
 		t.Run(srv.name, func(t *testing.T) {
 			t.Parallel()
 			serve := srv.serve(t)
-			dir := t.TempDir()
-			name := filepath.Join(dir, "f.md")
-			want := bytes.Repeat([]byte("0123456789abcdef"), 128)
-			if err := os.WriteFile(name, want, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			ents, err := startRelayed(t, &relay{}, serve).ReadDir(ctxT(t), dir, 0)
-			if err != nil || len(ents) != 1 {
-				t.Fatalf("ReadDir: %v, %v", ents, err)
-			}
-			listed := ents[0]
+			name, want, listed := listedFile(t, serve)
 			r := &relay{rtt: 5 * time.Millisecond, readGate: time.Second, holdCloses: true}
 			f := startRelayed(t, r, serve)
 			got, fi, err := f.ReadListed(ctxT(t), name, listed, 1<<20)
@@ -659,6 +649,23 @@ func TestReadListedRoundTrips(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listedFile writes a 2 KiB file into a new directory and lists it
+// through serve: its name, its bytes, and the listing's entry for it.
+func listedFile(t *testing.T, serve func(t *testing.T, in io.Reader, out io.WriteCloser)) (string, []byte, transport.FileInfo) {
+	t.Helper()
+	dir := t.TempDir()
+	name := filepath.Join(dir, "f.md")
+	want := bytes.Repeat([]byte("0123456789abcdef"), 128)
+	if err := os.WriteFile(name, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := startRelayed(t, &relay{}, serve).ReadDir(ctxT(t), dir, 0)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("ReadDir: %v, %v", ents, err)
+	}
+	return name, want, ents[0]
 }
 
 // Rename's requests. On OpenSSH, a name ReadFile just found regular is
