@@ -457,26 +457,40 @@ func (f *FS) readOpenedInTurn(name string, before transport.FileInfo) ([]byte, t
 		return nil, transport.FileInfo{}, err
 	}
 	defer f.closeFile(file)
-	if !opened.Mode().IsRegular() {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, transport.Kind(opened.Mode()))
+	if err := f.checkOpened(name, before, opened); err != nil {
+		return nil, transport.FileInfo{}, err
 	}
-	if opened.Size() != before.Size || !opened.ModTime().Equal(before.ModTime) {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, before.Size, opened.Size())
-	}
-	f.readRegular.add(name) // LSTAT and the handle agree: a regular file
-
 	data, err := readSized(file, before.Size)
 	if err != nil {
 		return nil, transport.FileInfo{}, err
 	}
 	st, err := file.Stat()
+	return statAfter(data, before, st, err)
+}
+
+// checkOpened checks the stat of a handle just opened on name against
+// before, the lstat or listing that had it a regular file: it must still
+// be one, of the same size and modification time.
+func (f *FS) checkOpened(name string, before transport.FileInfo, opened os.FileInfo) error {
+	if !opened.Mode().IsRegular() {
+		return fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, transport.Kind(opened.Mode()))
+	}
+	if opened.Size() != before.Size || !opened.ModTime().Equal(before.ModTime) {
+		return fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, before.Size, opened.Size())
+	}
+	f.readRegular.add(name) // LSTAT and the handle agree: a regular file
+	return nil
+}
+
+// statAfter returns data with st, the stat of its handle taken after
+// every READ, named as before. A file shorter than its stat said is
+// returned as read: the stat tells the caller it changed.
+func statAfter(data []byte, before transport.FileInfo, st os.FileInfo, err error) ([]byte, transport.FileInfo, error) {
 	if err != nil {
 		return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", err)
 	}
 	after := fromOS(st)
 	after.Name = before.Name
-	// A file shorter than its stat said is returned as read: the stat
-	// after the read tells the caller it changed.
 	return data, after, nil
 }
 
@@ -569,11 +583,18 @@ func readSized(file *sftp.File, size int64) ([]byte, error) {
 	}()
 	n, err := readAt(file, buf[:size])
 	<-probed
+	return probedData(buf, n, err, probeN, probeErr)
+}
+
+// probedData returns the n bytes read into buf, whose last byte is the
+// probe's: a read error fails it, and so does a probe that found data
+// past the size the stat said, or anything but the end of the file.
+func probedData(buf []byte, n int, err error, probeN int, probeErr error) ([]byte, error) {
 	if err != nil && err != io.EOF {
 		return nil, err
 	}
 	if probeN > 0 || probeErr == nil {
-		return nil, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, size)
+		return nil, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, len(buf)-1)
 	}
 	if probeErr != io.EOF {
 		return nil, probeErr

@@ -3,7 +3,6 @@ package ssh
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"sync"
@@ -210,22 +209,12 @@ func (f *FS) sendReads(file *sftp.File, h string, size int64) *reads {
 
 // checkReads applies readOpened's checks to the answers of sendReads.
 func (f *FS) checkReads(file *sftp.File, name string, before transport.FileInfo, r *reads) ([]byte, transport.FileInfo, error) {
-	opened, size := r.opened, before.Size
-	if !opened.Mode().IsRegular() {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, transport.Kind(opened.Mode()))
+	if err := f.checkOpened(name, before, r.opened); err != nil {
+		return nil, transport.FileInfo{}, err
 	}
-	if opened.Size() != size || !opened.ModTime().Equal(before.ModTime) {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: lstat said %d bytes, the open handle %d", ErrChanged, size, opened.Size())
-	}
-	f.readRegular.add(name) // the listing and the handle agree: a regular file
-	if r.readErr != nil && r.readErr != io.EOF {
-		return nil, transport.FileInfo{}, r.readErr
-	}
-	if r.probeN > 0 || r.probeErr == nil {
-		return nil, transport.FileInfo{}, fmt.Errorf("%w: the server sent more than the %d bytes its stat said", ErrChanged, size)
-	}
-	if r.probeErr != io.EOF {
-		return nil, transport.FileInfo{}, r.probeErr
+	data, err := probedData(r.buf, r.n, r.readErr, r.probeN, r.probeErr)
+	if err != nil {
+		return nil, transport.FileInfo{}, err
 	}
 	st, err := r.after, r.afterErr
 	if r.sent != r.expected {
@@ -233,10 +222,5 @@ func (f *FS) checkReads(file *sftp.File, name string, before transport.FileInfo,
 		// stat the handle now, after every READ.
 		st, err = file.Stat()
 	}
-	if err != nil {
-		return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", err)
-	}
-	after := fromOS(st)
-	after.Name = before.Name
-	return r.buf[:r.n:r.n], after, nil
+	return statAfter(data, before, st, err)
 }
