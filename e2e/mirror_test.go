@@ -204,9 +204,7 @@ func TestMirrorPartialHostOverSSH(t *testing.T) {
 		locked = vhome + "/lib/.claude/memory-handoffs"
 		dir    = vhome + "/mirror"
 	)
-	root := t.TempDir()
-	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
-	mustMkdir(t, home)
+	root, home, ws, manifestPath := syncDirs(t)
 	v := hostile.NewVFS(vhome)
 	v.Writable = true // the login may write its own directories: the mirror, app's inbox
 	v.Rename = func(from, to string) (bool, error) {
@@ -463,6 +461,16 @@ func newContHost(root, name string) contHost {
 
 func (h contHost) path(rel string) string { return filepath.Join(h.root, rel) }
 
+// syncDirs makes a test's root directory and names, under it, a HOME
+// (made too), a workspace and a manifest for the syncs the test runs.
+func syncDirs(t *testing.T) (root, home, ws, manifest string) {
+	t.Helper()
+	root = t.TempDir()
+	home = filepath.Join(root, "home")
+	mustMkdir(t, home)
+	return root, home, filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
+}
+
 // treeText is every path under dir and every regular file's bytes, for
 // a test that asserts a word is nowhere in a host's tree.
 func treeText(dir string) string {
@@ -571,9 +579,7 @@ func TestContinuityOverOpenSSH(t *testing.T) {
 	srvA := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	srvB := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	needGit(t)
-	root := t.TempDir()
-	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
-	mustMkdir(t, home)
+	root, home, ws, manifestPath := syncDirs(t)
 	laptop := newContHost(root, "laptop")
 	server := newContHost(root, "server")
 	ci := newContHost(root, "ci")

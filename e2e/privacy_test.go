@@ -45,9 +45,7 @@ func TestPrivacyTwoHostsOverOpenSSH(t *testing.T) {
 	srvA := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	srvB := sshdtest.StartOpenSSH(t, sshdtest.Options{})
 	needGit(t)
-	root := t.TempDir()
-	home, ws, manifestPath := filepath.Join(root, "home"), filepath.Join(root, "ws"), filepath.Join(root, "writers.yaml")
-	mustMkdir(t, home)
+	root, home, ws, manifestPath := syncDirs(t)
 	laptop := newContHost(root, "laptop")
 	hostile := newContHost(root, "hostile")
 

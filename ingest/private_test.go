@@ -20,23 +20,10 @@ func TestPrivateAppendWaits(t *testing.T) {
 	}
 	r.store([2]string{"a.md", doc("TOOLS.md", "- CONFIDENTIAL-CLIENTX uses SAML")}, [2]string{"b.md", doc("rules/clientx.md", "- CLIENTX rule")})
 	var asked []string
-	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run",
-		HoldPrivate: func(host, inbox, target string, exists bool) bool {
-			asked = append(asked, target)
-			return host == "h" && inbox == "/in" && exists
-		}}, r.led, r.spool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	entries, err := in.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]Entry{}
-	for _, e := range entries {
-		got[e.Name] = e
-	}
+	got := r.runHolding(func(host, inbox, target string, exists bool) bool {
+		asked = append(asked, target)
+		return host == "h" && inbox == "/in" && exists
+	})
 	if e := got["a.md"]; e.Result != ResultReview || e.Reason != ReasonPrivateAppend {
 		t.Errorf("the append to the shared TOOLS.md: %s %s; want review %s", e.Result, e.Reason, ReasonPrivateAppend)
 	}
@@ -66,20 +53,7 @@ func TestPrivateCardWaits(t *testing.T) {
 	r.writeWS("memory/cards/deploy.md", shared+"\n")
 	r.store([2]string{"u.md", cardH("update-card", "deploy.md", cardContent("deploy", "CONFIDENTIAL-CLIENTX deploys by hand"), section{"Expected card SHA256", sum(shared + "\n")})},
 		[2]string{"n.md", cardH("create-card", "clientx.md", cardContent("clientx", "CLIENTX uses SAML"))})
-	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run",
-		HoldPrivate: func(host, inbox, target string, exists bool) bool { return exists }}, r.led, r.spool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	entries, err := in.Run(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]Entry{}
-	for _, e := range entries {
-		got[e.Name] = e
-	}
+	got := r.runHolding(func(host, inbox, target string, exists bool) bool { return exists })
 	if e := got["u.md"]; e.Result != ResultReview || e.Reason != ReasonPrivateCard {
 		t.Errorf("the update of the shared card: %s %s; want review %s", e.Result, e.Reason, ReasonPrivateCard)
 	}
@@ -93,4 +67,24 @@ func TestPrivateCardWaits(t *testing.T) {
 		t.Error("accept does not override private-card")
 	}
 	r.checkClean()
+}
+
+// runHolding ingests with hold as Options.HoldPrivate and returns the
+// entries by handoff name.
+func (r *rig) runHolding(hold func(host, inbox, target string, exists bool) bool) map[string]Entry {
+	r.t.Helper()
+	in, err := New(Options{OpenClaw: olderReader, Workspace: r.ws, RunID: "run", HoldPrivate: hold}, r.led, r.spool)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer in.Close()
+	entries, err := in.Run(context.Background())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	got := map[string]Entry{}
+	for _, e := range entries {
+		got[e.Name] = e
+	}
+	return got
 }
