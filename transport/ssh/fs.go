@@ -468,9 +468,10 @@ func (f *FS) readOpenedInTurn(name string, before transport.FileInfo) ([]byte, t
 	return statAfter(data, before, st, err)
 }
 
-// checkOpened checks the stat of a handle just opened on name against
-// before, the lstat or listing that had it a regular file: it must still
-// be one, of the same size and modification time.
+// checkOpened checks a stat of a handle opened on name (before its READs,
+// or after them on the pipelined path) against before, the lstat or
+// listing that had it a regular file: it must still be one, of the same
+// size and modification time.
 func (f *FS) checkOpened(name string, before transport.FileInfo, opened os.FileInfo) error {
 	if !opened.Mode().IsRegular() {
 		return fmt.Errorf("%w: the open handle is a %s", transport.ErrNotRegular, transport.Kind(opened.Mode()))

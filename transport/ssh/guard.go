@@ -439,7 +439,7 @@ type guardWriter struct {
 
 	afterInit []byte // the guard's own frames, to follow pkg/sftp's first (INIT)
 
-	watch *sentWatch // shown each FSTAT and READ while it watches (pipelined.go)
+	watch *sentWatch // shown each READ while it watches (pipelined.go)
 }
 
 func (w *guardWriter) Write(p []byte) (int, error) {
@@ -541,7 +541,7 @@ func (w *guardWriter) observe(p []byte) {
 				// the frame on once it is whole.
 				w.keep = true
 				w.body = append(w.body[:0], w.hdr[4:]...)
-			case fxpFstat, fxpRead:
+			case fxpRead:
 				// As small; kept only while a pipelined read waits
 				// for one to be queued.
 				w.keep = w.watch != nil && w.watch.watching()
@@ -580,7 +580,7 @@ func (w *guardWriter) done() {
 		w.g.sent(w.hdr[4:])
 		return
 	}
-	if t := w.body[0]; t == fxpFstat || t == fxpRead {
+	if w.body[0] == fxpRead {
 		w.watch.saw(w.body)
 	}
 	if w.body[0] == fxpReaddir && w.g.answerReaddir(w.body) {

@@ -13,17 +13,14 @@ import (
 	"github.com/handoff-sync/handoff/transport"
 )
 
-// More SFTP packet types (draft-ietf-secsh-filexfer-02).
-const (
-	fxpRead  = 5
-	fxpFstat = 8
-)
+// fxpRead is SFTP's READ packet type (draft-ietf-secsh-filexfer-02).
+const fxpRead = 5
 
 // sentWatch lets a caller wait until a request of its own has been queued
 // on the stream, so that it can send the next one behind it without
 // waiting for an answer: a server that answers in order (OpenSSH's
 // sftp-server) then carries them out in that order. The guard's writer
-// shows it every FSTAT and READ while a watch is on (pipelined reads).
+// shows it every READ while a watch is on (pipelined reads).
 type sentWatch struct {
 	on atomic.Int32 // handles watched; 0: the writer does not look
 
@@ -32,10 +29,9 @@ type sentWatch struct {
 	reads   map[string]int // READs seen on each watched handle
 }
 
-// sentKey names one request: its type, its handle, and for a READ its
-// offset (a pipelined read asks each offset of a handle once).
+// sentKey names one READ: its handle and its offset (a pipelined read asks
+// each offset of a handle once).
 type sentKey struct {
-	typ    byte
 	handle string
 	off    uint64
 }
@@ -44,8 +40,8 @@ func newSentWatch() *sentWatch {
 	return &sentWatch{waiting: map[sentKey]chan struct{}{}, reads: map[string]int{}}
 }
 
-// watching reports whether any handle is watched: the writer keeps an
-// FSTAT's or a READ's fields for saw only then.
+// watching reports whether any handle is watched: the writer keeps a
+// READ's fields for saw only then.
 func (w *sentWatch) watching() bool { return w.on.Load() > 0 }
 
 // begin starts counting the READs on handle h; end stops, and returns how
@@ -66,25 +62,21 @@ func (w *sentWatch) end(h string) int {
 	return n
 }
 
-// saw is told of each FSTAT and READ frame (body: the frame after its
-// length) as the writer queues it.
+// saw is told of each READ frame (body: the frame after its length) as
+// the writer queues it.
 func (w *sentWatch) saw(body []byte) {
-	typ := body[0]
 	h, ok := sshString(body[5:])
 	if !ok {
 		return
 	}
-	k := sentKey{typ: typ, handle: string(h)}
-	if typ == fxpRead {
-		rest := body[5+4+len(h):]
-		if len(rest) < 8 {
-			return
-		}
-		k.off = binary.BigEndian.Uint64(rest[:8])
+	rest := body[5+4+len(h):]
+	if len(rest) < 8 {
+		return
 	}
+	k := sentKey{handle: string(h), off: binary.BigEndian.Uint64(rest[:8])}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if _, ok := w.reads[k.handle]; ok && typ == fxpRead {
+	if _, ok := w.reads[k.handle]; ok {
 		w.reads[k.handle]++
 	}
 	if ch := w.waiting[k]; ch != nil {
@@ -135,21 +127,26 @@ func (f *FS) pipelined(size int64) bool {
 }
 
 // readPipelined opens name, which before says is a regular file of at
-// most readChunk bytes, and reads it as readOpened does, in two round
-// trips instead of four: once the OPEN has answered, the FSTAT, the READ,
-// the probe at the size and the FSTAT after it are queued in that order
-// without waiting for each other's answers, and the server, which answers
-// in order, stats the handle, reads it, and stats it again, as it would
-// have if each had waited. The checks are readOpened's, against the same
-// answers: the data is returned only if the first stat is a regular file
-// of the listed size and time, and the caller compares the last stat with
-// it. The READ has gone out before the first stat is known: a name
-// swapped for a FIFO or a device between the listing and the OPEN is
-// read (at most size+1 bytes, which are dropped) where readOpened would
-// have stopped at the stat; the OPEN itself already reached it either way.
+// most readChunk bytes, and reads it in two round trips instead of four:
+// once the OPEN has answered, the READ, the probe at the size and an
+// FSTAT are queued in that order without waiting for each other's
+// answers, and the server, which answers in order, reads the handle and
+// then stats it. The data is returned only if that stat, taken after
+// every READ, is a regular file of the listed size and time (checkOpened)
+// and the probe found the end.
+//
+// The turn-by-turn read also stats the handle before its READ, to stop
+// at a handle that is not a regular file before reading it. Here the
+// READ goes out before any answer, so that stat would guard nothing: a
+// stat after the READs that matches the listing says what the one before
+// would have (the inode is the handle's, and a change between the two
+// stats moves the modification time away from the listing's, which the
+// claim's settle time keeps in the past). A name swapped for a FIFO or a
+// device between the listing and the OPEN is read (at most size+1 bytes,
+// which are dropped); the OPEN itself already reached it either way.
 //
 // pkg/sftp asks again after a short READ answer; such a READ may follow
-// the last FSTAT, so then the handle is stat'ed once more, after it.
+// the FSTAT, so then the handle is stat'ed once more, after it.
 func (f *FS) readPipelined(name string, before transport.FileInfo) ([]byte, transport.FileInfo, error) {
 	for try := 1; ; try++ {
 		file, err := f.open(name)
@@ -162,13 +159,13 @@ func (f *FS) readPipelined(name string, before transport.FileInfo) ([]byte, tran
 			return f.readOpenedInTurn(name, before)
 		}
 		r := f.sendReads(file, h, before.Size)
-		if r.openedErr != nil {
-			retry := try < openTries && f.handles.exhausted(r.openedErr)
+		if r.afterErr != nil {
+			retry := try < openTries && f.handles.exhausted(r.afterErr)
 			f.closeFile(file)
 			if !retry {
-				return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", r.openedErr)
+				return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", r.afterErr)
 			}
-			f.logExhausted("fstat", name, r.openedErr)
+			f.logExhausted("fstat", name, r.afterErr)
 			continue
 		}
 		data, after, err := f.checkReads(file, name, before, r)
@@ -179,48 +176,52 @@ func (f *FS) readPipelined(name string, before transport.FileInfo) ([]byte, tran
 
 // reads is what sendReads got back.
 type reads struct {
-	opened, after       os.FileInfo
-	openedErr, afterErr error
-	buf                 []byte
-	n, probeN           int
-	readErr, probeErr   error
-	sent, expected      int // READs sent on the handle, and those asked for
+	after             os.FileInfo
+	afterErr          error
+	buf               []byte
+	n, probeN         int
+	readErr, probeErr error
+	sent, expected    int // READs sent on the handle, and those asked for
 }
 
-// sendReads queues FSTAT, READ (none for an empty file), the probe and
-// FSTAT on file's handle h, each behind the one before, and waits for
-// every answer.
+// sendReads queues READ (none for an empty file), the probe and FSTAT on
+// file's handle h, each behind the one before, and waits for every
+// answer.
 func (f *FS) sendReads(file *sftp.File, h string, size int64) *reads {
 	r := &reads{buf: make([]byte, size+1), expected: 1}
 	w := f.gw.watch
 	w.begin(h)
 	var wg sync.WaitGroup
-	w.send(&wg, sentKey{typ: fxpFstat, handle: h}, func() { r.opened, r.openedErr = file.Stat() })
 	if size > 0 {
 		r.expected++
-		w.send(&wg, sentKey{typ: fxpRead, handle: h}, func() { r.n, r.readErr = file.ReadAt(r.buf[:size], 0) })
+		w.send(&wg, sentKey{handle: h}, func() { r.n, r.readErr = file.ReadAt(r.buf[:size], 0) })
 	}
-	w.send(&wg, sentKey{typ: fxpRead, handle: h, off: uint64(size)}, func() { r.probeN, r.probeErr = file.ReadAt(r.buf[size:], size) })
+	w.send(&wg, sentKey{handle: h, off: uint64(size)}, func() { r.probeN, r.probeErr = file.ReadAt(r.buf[size:], size) })
 	wg.Go(func() { r.after, r.afterErr = file.Stat() })
 	wg.Wait()
 	r.sent = w.end(h)
 	return r
 }
 
-// checkReads applies readOpened's checks to the answers of sendReads.
+// checkReads applies readOpened's checks to the answers of sendReads: the
+// stat taken after every READ must be a regular file of the listed size
+// and time, and the probe must have found the end.
 func (f *FS) checkReads(file *sftp.File, name string, before transport.FileInfo, r *reads) ([]byte, transport.FileInfo, error) {
-	if err := f.checkOpened(name, before, r.opened); err != nil {
+	st := r.after
+	if r.sent != r.expected {
+		// A short answer was asked again, perhaps after the FSTAT: stat
+		// the handle now, after every READ.
+		var err error
+		if st, err = file.Stat(); err != nil {
+			return nil, transport.FileInfo{}, fmt.Errorf("fstat: %w", err)
+		}
+	}
+	if err := f.checkOpened(name, before, st); err != nil {
 		return nil, transport.FileInfo{}, err
 	}
 	data, err := probedData(r.buf, r.n, r.readErr, r.probeN, r.probeErr)
 	if err != nil {
 		return nil, transport.FileInfo{}, err
 	}
-	st, err := r.after, r.afterErr
-	if r.sent != r.expected {
-		// A short answer was asked again, perhaps after the last FSTAT:
-		// stat the handle now, after every READ.
-		st, err = file.Stat()
-	}
-	return statAfter(data, before, st, err)
+	return statAfter(data, before, st, nil)
 }
