@@ -28,7 +28,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./ingest/ ./ingest/ledger/ ./claim/
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./ingest/ ./ingest/ledger/ ./claim/ ./transport/ssh/
 
 # Network benchmark (issue 6; root, network namespaces, real sshd): two
 # small cells of the grid, the idle tick (F=0) and a bulk one, side by side

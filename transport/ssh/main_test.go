@@ -49,7 +49,7 @@ func dialT(t *testing.T, cfg Config) *FS {
 	return f
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
