@@ -376,7 +376,7 @@ func (f *FS) list(ctx context.Context, name string) ([]os.FileInfo, error) {
 // size up to readsPerFile chunks, since the READs are sent together (the
 // data in 32 KiB chunks, and one byte at the size, which must find the
 // end). On OpenSSH's own sftp-server a file of up to one chunk takes
-// three: the FSTAT, the READs and the FSTAT go out together once the
+// three: the READs and one FSTAT after them go out together once the
 // OPEN has answered (readPipelined). The CLOSE is sent without waiting
 // for its answer.
 func (f *FS) ReadFile(ctx context.Context, name string, limit int64) ([]byte, transport.FileInfo, error) {

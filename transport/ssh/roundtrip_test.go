@@ -281,6 +281,18 @@ func (r *relay) pendingOf(typ byte) int {
 // pendingExcept counts pending requests not of type typ; r.mu is held.
 func (r *relay) pendingExcept(typ byte) int { return len(r.pending) - r.pendingOf(typ) }
 
+// closeUnawaited checks that the call named op returned while the answer
+// to its CLOSE was still held back (it did not wait for it), then releases
+// the CLOSEs and returns the counts once every request has its reply.
+func (r *relay) closeUnawaited(t *testing.T, op string) stats {
+	t.Helper()
+	if r.sentOf(t, reqClose, 1) != 1 {
+		t.Fatalf("the CLOSE was answered before %s returned, though the relay holds CLOSE answers", op)
+	}
+	r.releaseCloses()
+	return r.snapshot(t)
+}
+
 func (r *relay) releaseCloses() {
 	r.mu.Lock()
 	r.released = true
@@ -397,13 +409,7 @@ func TestReadFileRoundTrips(t *testing.T) {
 				if err != nil || !bytes.Equal(got, want) || fi.Size != int64(tc.size) {
 					t.Fatalf("ReadFile: %d bytes, %+v, %v", len(got), fi, err)
 				}
-				// ReadFile has returned although the answer to its CLOSE
-				// is held back: it did not wait for it.
-				if r.sentOf(t, reqClose, 1) != 1 {
-					t.Fatal("the CLOSE was answered before ReadFile returned, though the relay holds CLOSE answers")
-				}
-				r.releaseCloses()
-				s := r.snapshot(t)
+				s := r.closeUnawaited(t, "ReadFile")
 				t.Logf("ReadFile %d KiB: %v", tc.size>>10, s)
 				if s.rounds != 5 {
 					t.Errorf("%d round trips, want 5 (LSTAT, OPEN, FSTAT, READs, FSTAT)", s.rounds)
@@ -443,11 +449,7 @@ func TestReadDirRoundTrips(t *testing.T) {
 			if err != nil || len(ents) != 3 {
 				t.Fatalf("ReadDir: %d entries, %v", len(ents), err)
 			}
-			if r.sentOf(t, reqClose, 1) != 1 {
-				t.Fatal("the CLOSE was answered before ReadDir returned, though the relay holds CLOSE answers")
-			}
-			r.releaseCloses()
-			s := r.snapshot(t)
+			s := r.closeUnawaited(t, "ReadDir")
 			t.Logf("ReadDir: %v", s)
 			// OpenSSH's sftp-server gets the read-ahead: its READDIR goes
 			// out with the handle, and its short reply ends the listing.
@@ -549,11 +551,7 @@ func TestReadContentRoundTrips(t *testing.T) {
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("ReadContent: %d bytes, %v", len(got), err)
 			}
-			if r.sentOf(t, reqClose, 1) != 1 {
-				t.Fatal("the CLOSE was answered before ReadContent returned, though the relay holds CLOSE answers")
-			}
-			r.releaseCloses()
-			s := r.snapshot(t)
+			s := r.closeUnawaited(t, "ReadContent")
 			if s.rounds != 3 || s.byType[reqRead] != 2 || s.requests != 5 {
 				t.Errorf("%d round trips, requests %s; want 3 round trips: LSTAT OPEN, 2 READs, CLOSE", s.rounds, s.seq)
 			}
@@ -595,11 +593,7 @@ func TestReadTailRoundTrips(t *testing.T) {
 			if err != nil || !bytes.Equal(got, data[len(data)-20:]) {
 				t.Fatalf("ReadTail: %q, %v", got, err)
 			}
-			if r.sentOf(t, reqClose, 1) != 1 {
-				t.Fatal("the CLOSE was answered before ReadTail returned, though the relay holds CLOSE answers")
-			}
-			r.releaseCloses()
-			s := r.snapshot(t)
+			s := r.closeUnawaited(t, "ReadTail")
 			if s.rounds != 2 || s.byType[reqRead] != 1 || s.requests != 3 {
 				t.Errorf("%d round trips, requests %s; want 2 round trips: OPEN, one READ, CLOSE", s.rounds, s.seq)
 			}
@@ -626,11 +620,7 @@ func TestReadListedRoundTrips(t *testing.T) {
 			if err != nil || !bytes.Equal(got, want) || fi.Size != int64(len(want)) {
 				t.Fatalf("ReadListed: %d bytes, %+v, %v", len(got), fi, err)
 			}
-			if r.sentOf(t, reqClose, 1) != 1 {
-				t.Fatal("the CLOSE was answered before ReadListed returned, though the relay holds CLOSE answers")
-			}
-			r.releaseCloses()
-			s := r.snapshot(t)
+			s := r.closeUnawaited(t, "ReadListed")
 			if s.rounds != 4 || s.byType[reqRead] != 2 || s.requests != 6 {
 				t.Errorf("%d round trips, requests %s; want 4 round trips: OPEN FSTAT, 2 READs, FSTAT CLOSE", s.rounds, s.seq)
 			}
