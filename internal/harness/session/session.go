@@ -129,6 +129,25 @@ type Record struct {
 	Git *GitState `json:"git,omitempty"`
 	// Asked is when the stop hook asked for a handoff; zero until then.
 	Asked time.Time `json:"asked,omitzero"`
+
+	// saved is the record file's modification time, as Load found it.
+	saved time.Time
+}
+
+// Since is the time a file modified after the session started has at
+// least. Started is read from the clock, but the kernel stamps files
+// from a coarser one that lags it by up to a tick (4 ms at HZ=250), so a
+// file written just after Started can be stamped before it. The record
+// was saved after Started and before the agent went on, and the file
+// system stamped it from that same coarse clock: the earlier of the two
+// is a bound no later change falls under. Changes are those stamped at
+// or after Since; a file changed in the same tick just before the start
+// counts as changed, which at worst asks once for nothing.
+func (r *Record) Since() time.Time {
+	if !r.saved.IsZero() && r.saved.Before(r.Started) {
+		return r.saved
+	}
+	return r.Started
 }
 
 // recordName is a session's record file: a hash, as the id is the
@@ -161,6 +180,9 @@ func (s *Store) Load(harness, id string) (*Record, error) {
 	}
 	if r.Harness != harness || r.SessionID != id {
 		return nil, nil
+	}
+	if fi, err := root.Lstat(recordName(harness, id)); err == nil {
+		r.saved = fi.ModTime()
 	}
 	return &r, nil
 }

@@ -137,6 +137,50 @@ func TestStopAsksOnce(t *testing.T) {
 	}
 }
 
+// TestStopSeesChangeInStartTick: the kernel stamps files from a clock
+// that lags time.Now by up to a tick, so a file written just after the
+// start can carry a time before Started. Such a change, stamped in the
+// tick the record was saved in, still asks (the invariant: a session
+// that changed files is asked for its handoff), for a tracked file, a
+// new file's directory and a tree without git alike. CI met this once:
+// TestHookStopFlow/codex wrote main.go 20 ms after the start.
+func TestStopSeesChangeInStartTick(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		do   func(t *testing.T, f *fixture, stamp time.Time)
+	}{
+		{"tracked file", func(t *testing.T, f *fixture, stamp time.Time) {
+			write(t, filepath.Join(f.repo, "src", "a.go"), "package a // changed\n", stamp)
+		}},
+		{"new file", func(t *testing.T, f *fixture, stamp time.Time) {
+			write(t, filepath.Join(f.repo, "src", "b.go"), "package a\n", f.old)
+			touch(t, filepath.Join(f.repo, "src"), stamp)
+		}},
+		{"no git", func(t *testing.T, f *fixture, stamp time.Time) {
+			write(t, filepath.Join(f.repo, "README.md"), "# shop, changed\n", stamp)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			if tc.name == "no git" {
+				if err := os.RemoveAll(filepath.Join(f.repo, ".git")); err != nil {
+					t.Fatal(err)
+				}
+				touch(t, f.repo, f.old)
+			}
+			r := f.start(t, "s1")
+			// What the coarse clock gave the record and the change, both
+			// in the tick before Started's reading.
+			stamp := r.Started.Add(-3 * time.Millisecond)
+			touch(t, filepath.Join(f.store.sessionsDir(), recordName("claude", "s1")), stamp)
+			tc.do(t, f, stamp)
+			if d := f.stop(t, "s1"); !d.Ask {
+				t.Fatalf("a change stamped in the start's tick did not ask: %+v", d)
+			}
+		})
+	}
+}
+
 // TestStopAfterHandoff: a session that wrote a handoff into the inbox
 // (or one a sync already moved to processed/) is not asked, whatever it
 // changed; a draft (a dotfile) is not a handoff.

@@ -42,7 +42,7 @@ func Inboxes(repo string) []string {
 // handoffsIn lists the handoffs in an inbox and its processed/ (plain
 // *.md files, no dotfiles), as "name" and "processed/name", at most
 // *budget of them. With since set, only those not in known or changed
-// after since are listed.
+// at or after since are listed.
 func handoffsIn(inbox string, since time.Time, known map[string]bool, budget *int) []string {
 	var out []string
 	for _, sub := range []string{"", "processed"} {
@@ -57,7 +57,7 @@ func handoffsIn(inbox string, since time.Time, known map[string]bool, budget *in
 			}
 			if !since.IsZero() {
 				fi, err := e.Info()
-				if err != nil || known[name] && !fi.ModTime().After(since) {
+				if err != nil || known[name] && fi.ModTime().Before(since) {
 					continue
 				}
 			}
@@ -112,11 +112,11 @@ func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, e
 			known[n] = true
 		}
 		budget := 1
-		if got := handoffsIn(ib, r.Started, known, &budget); len(got) > 0 {
+		if got := handoffsIn(ib, r.Since(), known, &budget); len(got) > 0 {
 			return Decision{Why: "a handoff was written since the session started: " + filepath.Join(ib, got[0])}, nil
 		}
 	}
-	changed, err := Changed(ctx, r.Repo, r.Started, r.Git)
+	changed, err := Changed(ctx, r.Repo, r.Since(), r.Git)
 	if err != nil {
 		return Decision{}, fmt.Errorf("what changed: %w", err)
 	}
@@ -141,21 +141,22 @@ func pickInbox(inboxes []string, harness string) string {
 	return inboxes[0]
 }
 
-// Changed returns one file of repo that changed after since ("" when
-// none did), measured against start, the repository's git state then:
+// Changed returns one file of repo that changed at or after since (""
+// when none did), measured against start, the repository's git state
+// then:
 //
 //   - HEAD or the commit it names is not what it was (a commit, a
 //     checkout), or the index's entries are not (something staged);
-//   - a tracked file's modification time is after since, and its size
-//     or time is not what the index records;
+//   - a tracked file's modification time is not before since, and its
+//     size or time is not what the index records;
 //   - a directory holding tracked files (the top one included) was
-//     modified after since: a file was created, removed or renamed in
-//     it (a new untracked file, a deleted one).
+//     modified at or after since: a file was created, removed or
+//     renamed in it (a new untracked file, a deleted one).
 //
 // Paths under a harness's directory (.claude, .codex, …) do not count:
 // the harness and the inbox live there. A repository without git is
 // walked instead (at most maxWalk entries, dot-directories skipped) for
-// anything modified after since.
+// anything modified at or after since.
 func Changed(ctx context.Context, repo string, since time.Time, start *GitState) (string, error) {
 	st, idx, err := readGit(ctx, repo)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -204,7 +205,7 @@ func trackedChanged(ctx context.Context, repo string, since time.Time, idx *inde
 			continue // removed: its directory's time says so
 		}
 		mt := fi.ModTime()
-		if mt.After(since) && (uint32(fi.Size()) != e.Size || !mt.Equal(e.ModifiedAt)) {
+		if !mt.Before(since) && (uint32(fi.Size()) != e.Size || !mt.Equal(e.ModifiedAt)) {
 			return e.Name, nil
 		}
 	}
@@ -218,7 +219,7 @@ func trackedChanged(ctx context.Context, repo string, since time.Time, idx *inde
 			return "", ctx.Err()
 		}
 		fi, err := os.Lstat(filepath.Join(repo, filepath.FromSlash(d)))
-		if err == nil && fi.ModTime().After(since) {
+		if err == nil && !fi.ModTime().Before(since) {
 			return d + "/ (a file created, removed or renamed in it)", nil
 		}
 		if errors.Is(err, fs.ErrNotExist) {
@@ -250,7 +251,7 @@ func walkChanged(ctx context.Context, repo string, since time.Time) (string, err
 		if harnessPath(filepath.ToSlash(rel)) {
 			return nil
 		}
-		if fi, err := d.Info(); err == nil && fi.ModTime().After(since) {
+		if fi, err := d.Info(); err == nil && !fi.ModTime().Before(since) {
 			found = filepath.ToSlash(rel)
 			return errWalkDone
 		}
