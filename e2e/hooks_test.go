@@ -191,13 +191,15 @@ func TestHooksOverOpenSSH(t *testing.T) {
 		t.Errorf("blocked after the handoff was written: %s", out)
 	}
 
+	// A session starts on B, in a subdirectory of its clone, made well
+	// before the start: a directory changed in the start's own clock tick
+	// counts as a change (docs/hooks.md).
+	sub := filepath.Join(b.clone, "cmd")
+	mustMkdir(t, sub)
 	if r := runHandoff(t, canon, "sync", "--manifest", manifestPath); r.code != 0 {
 		t.Fatalf("sync: %v", r)
 	}
 
-	// A session starts on B, in a subdirectory of its clone.
-	sub := filepath.Join(b.clone, "cmd")
-	mustMkdir(t, sub)
 	out = fire(t, b, "SessionStart", "b-1", sub, nil)
 	var ctx struct {
 		Out struct{ HookEventName, AdditionalContext string } `json:"hookSpecificOutput"`
