@@ -70,7 +70,7 @@ func (in *Ingester) moveLegacyDrafts(ctx context.Context) (int, error) {
 			}
 			defer dst.Close()
 		}
-		err := unix.Renameat2(int(old.Fd()), name, int(dst.Fd()), name, unix.RENAME_NOREPLACE)
+		err := durable.RenameNoReplace(int(old.Fd()), name, int(dst.Fd()), name)
 		if errors.Is(err, unix.EEXIST) {
 			err = in.dropMovedCopy(name)
 		}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/handoff-sync/handoff/internal/durable"
 )
 
 // DefaultMaxEntries bounds ReadDir when the caller passes no bound: a
@@ -187,24 +189,16 @@ func openRegular(ctx context.Context, name string) (*os.File, fs.FileInfo, error
 	return f, fi, nil
 }
 
-// Rename is renameat2(2) with RENAME_NOREPLACE, or link(2) and unlink(2)
-// on file systems without it: neither ever replaces newname.
+// Rename renames without ever replacing newname (durable.RenameNoReplace:
+// renameat2's RENAME_NOREPLACE, or a link and an unlink on file systems
+// without it). An interruption between the link and the unlink leaves
+// both names holding the same bytes, which callers treat as an archive
+// already done.
 func (Local) Rename(ctx context.Context, oldname, newname string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := unix.Renameat2(unix.AT_FDCWD, oldname, unix.AT_FDCWD, newname, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		// The file system cannot rename without replacing: link, then
-		// unlink. link(2) refuses an existing destination; an interruption
-		// leaves both names holding the same bytes, which callers treat as
-		// an archive already done.
-		if err = os.Link(oldname, newname); err == nil {
-			return os.Remove(oldname)
-		}
-		return err
-	}
-	if err != nil {
+	if err := durable.RenameNoReplace(unix.AT_FDCWD, oldname, unix.AT_FDCWD, newname); err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
 	}
 	return nil

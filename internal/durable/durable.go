@@ -342,10 +342,13 @@ var ErrConflict = errors.New("file changed by someone else")
 // ReplaceIf durably replaces name with data, but only if what it replaces
 // passes ok: a compare-and-swap against other writers. The new content is
 // written and fsynced under a temporary name, then exchanged with the
-// current file in one atomic renameat2(RENAME_EXCHANGE), so the content
-// that is checked is exactly the content taken out. If ok refuses it, it is
-// exchanged back and ErrConflict returned. A missing file counts as absent
-// (existed false) and is created only if nothing appears in the meantime.
+// current file in one atomic step (renameat2's RENAME_EXCHANGE on Linux,
+// renameatx_np's RENAME_SWAP on macOS), so the content that is checked is
+// exactly the content taken out. If ok refuses it, it is exchanged back
+// and ErrConflict returned. A missing file counts as absent (existed
+// false) and is created only if nothing appears in the meantime. Where
+// the file system cannot exchange, the content is checked, then renamed
+// over, and a change in the instant between is not detected.
 //
 // A writer that opened the file before the exchange may still append to the
 // replaced file after the check. ReplaceIf keeps the replaced file open
@@ -409,7 +412,7 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 		if !ok(nil, false) {
 			return nil, nil, ErrConflict
 		}
-		err = unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_NOREPLACE)
+		err = RenameNoReplace(dfd, tbase, dfd, base)
 		if errors.Is(err, unix.EEXIST) {
 			return nil, nil, ErrConflict // created by someone else just now
 		}
@@ -418,8 +421,8 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 		}
 		return &Swapped{}, nil, nil
 	}
-	err = unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+	err = exchange(dfd, tbase, base)
+	if cannotRename(err) {
 		// The file system cannot exchange: check, then rename. A change
 		// in the instant between them is not detected.
 		old, rerr := ReadRegular(root, name, 0)
@@ -444,7 +447,7 @@ func (t *Temp) Swap(ok func(old []byte, existed bool) bool) (_ *Swapped, late []
 		if oldf != nil {
 			oldf.Close()
 		}
-		if xerr := unix.Renameat2(dfd, tbase, dfd, base, unix.RENAME_EXCHANGE); xerr != nil {
+		if xerr := exchange(dfd, tbase, base); xerr != nil {
 			return nil, nil, fmt.Errorf("durable: restore %s after a conflict: %w", name, xerr)
 		}
 		// For a moment name was our new file: whatever another writer

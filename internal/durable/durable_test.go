@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // openRoot opens dir as a Root, closed when the test ends.
@@ -69,10 +71,67 @@ func TestRemoveTemps(t *testing.T) {
 	}
 }
 
+// withoutRenameFlags makes the rest of the test take the paths for file
+// systems and systems (NFS, older ZFS, FreeBSD) that cannot rename
+// without replacing or exchange two names.
+func withoutRenameFlags(t *testing.T) {
+	forceNoRenameFlags = true
+	t.Cleanup(func() { forceNoRenameFlags = false })
+}
+
+// TestRenameNoReplace: a rename to a free name moves the file; onto a
+// name that exists it fails with EEXIST and leaves both files as they
+// were, with the system's flagged rename and with link and unlink alike.
+// Invariant: a file is never replaced unseen.
+func TestRenameNoReplace(t *testing.T) {
+	for _, mode := range []string{"native", "link"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "link" {
+				withoutRenameFlags(t)
+			}
+			dir := t.TempDir()
+			d, err := os.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			dfd := int(d.Fd())
+			os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o600)
+			os.WriteFile(filepath.Join(dir, "b"), []byte("B"), 0o600)
+			if err := RenameNoReplace(dfd, "a", dfd, "b"); !errors.Is(err, unix.EEXIST) {
+				t.Fatalf("rename onto an existing name: %v, want EEXIST", err)
+			}
+			for name, want := range map[string]string{"a": "A", "b": "B"} {
+				if got, _ := os.ReadFile(filepath.Join(dir, name)); string(got) != want {
+					t.Errorf("%s holds %q after a refused rename, want %q", name, got, want)
+				}
+			}
+			if err := RenameNoReplace(dfd, "a", unix.AT_FDCWD, filepath.Join(dir, "c")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "a")); !os.IsNotExist(err) {
+				t.Errorf("the old name is still there: %v", err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "c")); string(got) != "A" {
+				t.Errorf("c holds %q, want A", got)
+			}
+		})
+	}
+}
+
 // TestReplaceIf: the compare-and-swap replaces only what passes the check,
-// and leaves a refused file exactly as it was. Invariant: another writer's
-// content is never overwritten unseen.
+// and leaves a refused file exactly as it was, on file systems that can
+// exchange two names and on those that cannot. Invariant: another
+// writer's content is never overwritten unseen.
 func TestReplaceIf(t *testing.T) {
+	t.Run("native", testReplaceIf)
+	t.Run("without flagged renames", func(t *testing.T) {
+		withoutRenameFlags(t)
+		testReplaceIf(t)
+	})
+}
+
+func testReplaceIf(t *testing.T) {
 	dir := t.TempDir()
 	root := openRoot(t, dir)
 	p := filepath.Join(dir, "T.md")
