@@ -189,8 +189,9 @@ func (d walkDir) close() {
 }
 
 // walk opens the directories of target one component at a time from top
-// (O_PATH, O_NOFOLLOW: a symlink is not opened), and looks target up in
-// the last one: exists is false when a component or target is missing.
+// (O_PATH where there is one, O_NOFOLLOW: a symlink is not opened), and
+// looks target up in the last one: exists is false when a component or
+// target is missing.
 // It fails with *errUnsafe when a component is a symlink or not a
 // directory, or target is not a regular file. With exists, the caller
 // closes dir, in which base names target.
@@ -205,8 +206,8 @@ func (w *workspace) walk(target string) (dir walkDir, base string, exists bool, 
 		return walkDir{}, "", false, err
 	}
 	for i, name := range parts[:len(parts)-1] {
-		fd, err := unix.Openat(dir.fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOTDIR) {
+		fd, err := unix.Openat(dir.fd, name, openPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 			// A symlink, or something else that is no directory.
 			var st unix.Stat_t
 			if serr := unix.Fstatat(dir.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {

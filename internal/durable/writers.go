@@ -35,11 +35,7 @@ func awaitWriters(f *os.File, deadline time.Time) error {
 	pause := 100 * time.Microsecond
 	for {
 		var lerr error
-		if err := rc.Control(func(fd uintptr) {
-			if _, lerr = unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_RDLCK); lerr == nil {
-				unix.FcntlInt(fd, unix.F_SETLEASE, unix.F_UNLCK)
-			}
-		}); err != nil {
+		if err := rc.Control(func(fd uintptr) { lerr = tryReadLease(fd) }); err != nil {
 			return errNoLease
 		}
 		switch {

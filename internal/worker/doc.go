@@ -18,8 +18,8 @@
 //     the run: its process group is killed once the host's deadline and
 //     a grace have passed, and what the parent reads from it is bounded
 //     (a report of 16 MiB, a log line of 4 KiB, two JSON values, a
-//     records frame of 16 MiB). A worker is started with SIGKILL as its
-//     parent-death signal.
+//     records frame of 16 MiB). On Linux a worker is started with
+//     SIGKILL as its parent-death signal.
 //   - The run is the ledger's one writer for its pulls: a batch is
 //     recorded only through RecordQueue, and a pull learns it is recorded
 //     only once the transaction holding it has committed, so no remote

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"syscall"
 
 	"github.com/handoff-sync/handoff/claim"
 	"github.com/handoff-sync/handoff/internal/failpoint"
@@ -401,7 +400,7 @@ func startCall(ctx context.Context, rec claim.Recorder, call recordCall, content
 // recordsPair makes a worker's records connection: the run's end, and the
 // file to hand the worker as its descriptor recordsFD.
 func recordsPair() (net.Conn, *os.File, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := socketPair()
 	if err != nil {
 		return nil, nil, fmt.Errorf("records connection: %w", err)
 	}

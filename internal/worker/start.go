@@ -139,7 +139,7 @@ func (p *Puller) inWorker(ctx context.Context, h manifest.HostConfig) (claim.Hos
 		return fail("worker: %v", err), nil
 	}
 	cmd.ExtraFiles = []*os.File{child} // recordsFD
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	err = cmd.Start()
 	child.Close() // the worker has its own copy, if it started
 	if err != nil {
