@@ -7,12 +7,15 @@
 //
 //   - Everything it keeps is in the user's private state directory
 //     (harness.StateDir, mode 0700; files 0600): one record per session
-//     (at most MaxRecords, none older than MaxAge, each bounded) and one
-//     log of at most MaxLog bytes (and one older generation). Nothing is
-//     written in the repository.
-//   - Stop asks at most once per session: the record says it asked
-//     before the answer is printed, and a record that cannot be saved
-//     means no ask. It never asks when stop_hook_active is set, outside a
+//     (at most MaxRecords, none older than MaxAge, each bounded), an
+//     empty ask file beside it once a stop asked, and one log of at
+//     most MaxLog bytes (and one older generation). Nothing is written
+//     in the repository.
+//   - Stop asks at most once per session: only the stop that creates
+//     the session's ask file (O_EXCL) asks, so stops running at the
+//     same time ask once between them; the record says it asked before
+//     the answer is printed; an ask file or record that cannot be
+//     written means no ask. It never asks when stop_hook_active is set, outside a
 //     repository with an inbox, for a session whose start it has no
 //     record of, when nothing changed since the start, or when a handoff
 //     reached one of the repository's inboxes since the start.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,6 +158,34 @@ func recordName(harness, id string) string {
 	return hex.EncodeToString(sum[:16]) + ".json"
 }
 
+// askedName is the file whose creation claims a session's one ask.
+func askedName(harness, id string) string {
+	return strings.TrimSuffix(recordName(harness, id), ".json") + ".asked"
+}
+
+// claimAsk creates the session's ask file, which only one process can
+// do: it reports whether this one did. Two stop hooks of one session at
+// the same time (the hook installed twice, say) both find the record
+// without an ask; only the one that creates the file asks.
+func (s *Store) claimAsk(r *Record) (bool, error) {
+	if err := durable.MkdirAllPath(s.sessionsDir(), 0o700); err != nil {
+		return false, err
+	}
+	root, err := os.OpenRoot(s.sessionsDir())
+	if err != nil {
+		return false, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(askedName(r.Harness, r.SessionID), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, f.Close()
+}
+
 // Load reads a session's record; nil when there is none.
 func (s *Store) Load(harness, id string) (*Record, error) {
 	root, err := os.OpenRoot(s.sessionsDir())
@@ -205,7 +234,7 @@ func (s *Store) Save(r *Record) error {
 }
 
 // Prune removes records older than MaxAge, then the oldest past
-// MaxRecords, and temporary files a crash left.
+// MaxRecords, each with its ask file, and temporary files a crash left.
 func (s *Store) Prune() {
 	ents, err := os.ReadDir(s.sessionsDir())
 	if err != nil {
@@ -226,13 +255,14 @@ func (s *Store) Prune() {
 			os.Remove(filepath.Join(s.sessionsDir(), e.Name()))
 			continue
 		}
-		if !durable.IsTemp(e.Name()) {
+		if strings.HasSuffix(e.Name(), ".json") && !durable.IsTemp(e.Name()) {
 			recs = append(recs, rec{e.Name(), fi.ModTime()})
 		}
 	}
 	slices.SortFunc(recs, func(a, b rec) int { return a.mod.Compare(b.mod) })
 	for len(recs) > MaxRecords {
 		os.Remove(filepath.Join(s.sessionsDir(), recs[0].name))
+		os.Remove(filepath.Join(s.sessionsDir(), strings.TrimSuffix(recs[0].name, ".json")+".asked"))
 		recs = recs[1:]
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,6 +180,47 @@ func TestStopSeesChangeInStartTick(t *testing.T) {
 				t.Fatalf("a change stamped in the start's tick did not ask: %+v", d)
 			}
 		})
+	}
+}
+
+// TestStopAsksOnceAtTheSameTime: eight stop hooks of one session that
+// changed a file, run at once (the hook installed twice, say), ask once
+// between them (the invariant: never twice a session).
+func TestStopAsksOnceAtTheSameTime(t *testing.T) {
+	f := newFixture(t)
+	r := f.start(t, "s1")
+	write(t, filepath.Join(f.repo, "src", "a.go"), "package a // changed\n", r.Started.Add(time.Minute))
+	var (
+		wg   sync.WaitGroup
+		asks atomic.Int32
+	)
+	for range 8 {
+		wg.Go(func() {
+			d, err := f.store.Stop(context.Background(), "claude", Input{SessionID: "s1", Cwd: f.repo})
+			if err != nil {
+				t.Error(err)
+			}
+			if d.Ask {
+				asks.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := asks.Load(); n != 1 {
+		t.Fatalf("%d of 8 stops at once asked, want 1", n)
+	}
+	if d := f.stop(t, "s1"); d.Ask {
+		t.Fatalf("asked again after the stops at once: %+v", d)
+	}
+	// The ask file goes with its record (the state directory stays
+	// bounded).
+	asked := filepath.Join(f.store.sessionsDir(), askedName("claude", "s1"))
+	for _, p := range []string{asked, filepath.Join(f.store.sessionsDir(), recordName("claude", "s1"))} {
+		touch(t, p, time.Now().Add(-MaxAge-time.Hour))
+	}
+	f.start(t, "s2")
+	if _, err := os.Stat(asked); !os.IsNotExist(err) {
+		t.Errorf("an old ask file was not pruned: %v", err)
 	}
 }
 

@@ -124,6 +124,11 @@ func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, e
 		return Decision{Why: "nothing changed in the repository since the session started"}, nil
 	}
 	d := Decision{Ask: true, Why: "changed: " + changed, Changed: changed, Inbox: pickInbox(inboxes, harness)}
+	if first, err := s.claimAsk(r); err != nil {
+		return Decision{}, fmt.Errorf("cannot record the ask, so it does not ask: %w", err)
+	} else if !first {
+		return Decision{Why: "already asked once in this session, by a stop hook running at the same time"}, nil
+	}
 	r.Asked = s.now().UTC()
 	if err := s.Save(r); err != nil {
 		return Decision{}, fmt.Errorf("cannot record the ask, so it does not ask: %w", err)
