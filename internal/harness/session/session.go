@@ -29,7 +29,8 @@ const (
 	// MaxLog bounds the log; past it the log starts afresh, the old one
 	// kept as hooks.log.1.
 	MaxLog = 256 << 10
-	// maxNames bounds the inbox names a record lists.
+	// maxNames bounds the inbox names a record lists (handoffs waiting
+	// for a sync, in all the repository's inboxes).
 	maxNames = 2000
 )
 
@@ -122,9 +123,11 @@ type Record struct {
 	Cwd       string    `json:"cwd"`
 	Repo      string    `json:"repo"` // "" outside a repository
 	Started   time.Time `json:"started"`
-	// Inboxes lists, per inbox of the repository, the handoffs in it
-	// (and in its processed/) at the start.
-	Inboxes map[string][]string `json:"inboxes"`
+	// Inboxes lists, per inbox of the repository, the handoffs waiting
+	// in it at the start (not its processed/, which the stop judges by
+	// time alone); InboxesCut says the list reached maxNames.
+	Inboxes    map[string][]string `json:"inboxes"`
+	InboxesCut bool                `json:"inboxes_cut,omitempty"`
 	// Git is the repository's commit and staged content at the start;
 	// nil without git or when it could not be read.
 	Git *GitState `json:"git,omitempty"`
@@ -280,8 +283,9 @@ func (s *Store) Start(ctx context.Context, harness string, in Input, repo string
 	if repo != "" {
 		budget := maxNames
 		for _, ib := range Inboxes(repo) {
-			names := handoffsIn(ib, time.Time{}, nil, &budget)
+			names, cut := pendingIn(ib, &budget)
 			r.Inboxes[ib] = names
+			r.InboxesCut = r.InboxesCut || cut
 		}
 		if g, _, err := readGit(ctx, repo); err == nil {
 			r.Git = g

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha1"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -225,18 +226,69 @@ func TestStopAsksOnceAtTheSameTime(t *testing.T) {
 }
 
 // TestStopAfterHandoff: a session that wrote a handoff into the inbox
-// (or one a sync already moved to processed/) is not asked, whatever it
-// changed; a draft (a dotfile) is not a handoff.
+// (or one a sync already moved to processed/, keeping its time) is not
+// asked, whatever it changed; a draft (a dotfile) is not a handoff.
 func TestStopAfterHandoff(t *testing.T) {
-	for _, name := range []string{"2026-12-05-0900-queue.md", "processed/2026-12-05-0900-queue.md"} {
+	for _, tc := range []struct {
+		name string
+		old  bool
+	}{
+		{"2026-12-05-0900-queue.md", false},
+		// A copy that keeps an old time (cp -p) counts too: its name is new.
+		{"2026-12-05-0900-queue.md", true},
+		{"processed/2026-12-05-0900-queue.0123456789ab.md", false},
+	} {
 		f := newFixture(t)
 		r := f.start(t, "s1")
 		write(t, filepath.Join(f.repo, "README.md"), "# shop, changed\n", r.Started.Add(time.Minute))
 		write(t, filepath.Join(f.inbox, ".draft-queue.md"), "# Memory Handoff\n", r.Started.Add(time.Minute))
-		// A copy that keeps an old time (cp -p) counts too: its name is new.
-		write(t, filepath.Join(f.inbox, filepath.FromSlash(name)), "# Memory Handoff\n", f.old)
+		mt := r.Started.Add(time.Minute)
+		if tc.old {
+			mt = f.old
+		}
+		write(t, filepath.Join(f.inbox, filepath.FromSlash(tc.name)), "# Memory Handoff\n", mt)
 		if d := f.stop(t, "s1"); d.Ask {
-			t.Errorf("%s: asked although a handoff was written: %+v", name, d)
+			t.Errorf("%s (old time %v): asked although a handoff was written: %+v", tc.name, tc.old, d)
+		}
+	}
+}
+
+// TestStopAfterSyncArchivedAnOlderHandoff: a handoff that waited in the
+// inbox when the session started, and that a sync archives during it as
+// processed/<stem>.<sha12>.md, is not this session's: a session that
+// changed files is still asked. So is one in a repository whose
+// processed/ holds more handoffs than a record lists, and one whose
+// inbox does (the invariant: a session that changed files and wrote no
+// handoff is asked for one).
+func TestStopAfterSyncArchivedAnOlderHandoff(t *testing.T) {
+	f := newFixture(t)
+	r := f.start(t, "s1")
+	write(t, filepath.Join(f.repo, "src", "a.go"), "package a // changed\n", r.Started.Add(time.Minute))
+	if err := os.MkdirAll(filepath.Join(f.inbox, "processed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The sync's rename keeps the file's time.
+	if err := os.Rename(filepath.Join(f.inbox, "2026-01-01-0000-older.md"),
+		filepath.Join(f.inbox, "processed", "2026-01-01-0000-older.0123456789ab.md")); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.stop(t, "s1"); !d.Ask {
+		t.Fatalf("the archive of a handoff from before the session kept the ask: %+v", d)
+	}
+
+	for _, dir := range []string{"processed", "."} {
+		g := newFixture(t)
+		for i := range maxNames + 10 {
+			write(t, filepath.Join(g.inbox, dir, fmt.Sprintf("2025-01-01-0000-h%04d.md", i)), "# Memory Handoff\n", g.old)
+		}
+		touch(t, g.inbox, g.old)
+		r := g.start(t, "s1")
+		if dir == "." && !r.InboxesCut {
+			t.Errorf("%d waiting handoffs, and the record's list is not cut", maxNames+11)
+		}
+		write(t, filepath.Join(g.repo, "src", "a.go"), "package a // changed\n", r.Started.Add(time.Minute))
+		if d := g.stop(t, "s1"); !d.Ask {
+			t.Errorf("%s: %d old handoffs kept the ask: %+v", dir, maxNames+10, d)
 		}
 	}
 }

@@ -39,37 +39,63 @@ func Inboxes(repo string) []string {
 	return out
 }
 
-// handoffsIn lists the handoffs in an inbox and its processed/ (plain
-// *.md files, no dotfiles), as "name" and "processed/name", at most
-// *budget of them. With since set, only those not in known or changed
-// at or after since are listed.
-func handoffsIn(inbox string, since time.Time, known map[string]bool, budget *int) []string {
-	var out []string
+// pendingIn lists the handoffs waiting in an inbox (plain *.md files, no
+// dotfiles), at most *budget of them; cut reports that the budget ran
+// out before the list did.
+func pendingIn(inbox string, budget *int) (names []string, cut bool) {
+	ents, _ := os.ReadDir(inbox)
+	for _, e := range ents {
+		if !isHandoff(e) {
+			continue
+		}
+		if *budget <= 0 {
+			return names, true
+		}
+		*budget--
+		names = append(names, e.Name())
+	}
+	return names, false
+}
+
+func isHandoff(e fs.DirEntry) bool {
+	return !strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), ".md") && e.Type().IsRegular()
+}
+
+// newHandoff returns a handoff of inbox that reached it at or after
+// since ("" when none did), or ctx's error once it is done:
+//   - in the inbox, one modified at or after since, or one not in known
+//     (a copy that kept an older time, cp -p), unless known was cut
+//     short;
+//   - in processed/, one modified at or after since: written during the
+//     session and archived by a sync since, as the sync's rename keeps
+//     the time. An archive of a handoff that was waiting at the start is
+//     not the session's, and neither is anything archived before it:
+//     names are not compared there, so a processed/ of any size costs
+//     the record nothing.
+func newHandoff(ctx context.Context, inbox string, since time.Time, known map[string]bool, knownCut bool) (string, error) {
 	for _, sub := range []string{"", "processed"} {
 		ents, err := os.ReadDir(filepath.Join(inbox, sub))
 		if err != nil {
 			continue
 		}
-		for _, e := range ents {
-			name := path.Join(sub, e.Name())
-			if strings.HasPrefix(e.Name(), ".") || !strings.HasSuffix(e.Name(), ".md") || !e.Type().IsRegular() {
+		for i, e := range ents {
+			if i%1024 == 0 && ctx.Err() != nil {
+				return "", ctx.Err()
+			}
+			if !isHandoff(e) {
 				continue
 			}
-			if !since.IsZero() {
-				fi, err := e.Info()
-				if err != nil || known[name] && fi.ModTime().Before(since) {
-					continue
-				}
+			fi, err := e.Info()
+			if err != nil {
+				continue
 			}
-			if *budget <= 0 {
-				return out
+			unknown := sub == "" && !knownCut && !known[e.Name()]
+			if unknown || !fi.ModTime().Before(since) {
+				return path.Join(sub, e.Name()), nil
 			}
-			*budget--
-			out = append(out, name)
 		}
 	}
-	slices.Sort(out)
-	return out
+	return "", nil
 }
 
 // Decision is a stop hook's answer.
@@ -111,9 +137,12 @@ func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, e
 		for _, n := range r.Inboxes[ib] {
 			known[n] = true
 		}
-		budget := 1
-		if got := handoffsIn(ib, r.Since(), known, &budget); len(got) > 0 {
-			return Decision{Why: "a handoff was written since the session started: " + filepath.Join(ib, got[0])}, nil
+		got, err := newHandoff(ctx, ib, r.Since(), known, r.InboxesCut)
+		if err != nil {
+			return Decision{}, err
+		}
+		if got != "" {
+			return Decision{Why: "a handoff was written since the session started: " + filepath.Join(ib, got)}, nil
 		}
 	}
 	changed, err := Changed(ctx, r.Repo, r.Since(), r.Git)
