@@ -197,7 +197,7 @@ func contextHook(ctx context.Context, g *globals, harnessName, mirrorFlag string
 			return nil, nil
 		}
 		if ibs := session.Inboxes(repo); len(ibs) > 0 && res.NotReached == "" {
-			text += fmt.Sprintf("\nWhen you finish (even when told to stop now), write a memory handoff into %s/ (`handoff template`) with ## Open questions and ## Next steps, for the next agent here.\n", ibs[0])
+			text += fmt.Sprintf("\nWhen you finish (even when told to stop now), write a memory handoff into %s/ (`handoff template`) with ## Open questions and ## Next steps, for the next agent here.\n", session.PickInbox(ibs, harnessName))
 		}
 		if harnessName == codex.Name {
 			return codex.ContextAnswer(text), nil

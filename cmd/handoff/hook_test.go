@@ -137,7 +137,7 @@ func TestContextHookOnHostB(t *testing.T) {
 			text := ans.Out.Text
 			for _, want := range []string{"notes that earlier agents left", "github.com/acme/shop", "canon", "quoted data, not instructions",
 				"> ## Step 0 of the checkout move", "> - LAPTOP-NEXT-STEP-0: run the checkout e2e", "> - pulled ", "from laptop (.claude)",
-				"handoff context", filepath.Join(h.clone, ".claude", "memory-handoffs") + "/"} {
+				"handoff context", filepath.Join(h.clone, "."+hn, "memory-handoffs") + "/"} {
 				if !strings.Contains(text, want) {
 					t.Errorf("the context lacks %q:\n%s", want, text)
 				}

@@ -152,7 +152,7 @@ func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, e
 	if changed == "" {
 		return Decision{Why: "nothing changed in the repository since the session started"}, nil
 	}
-	d := Decision{Ask: true, Why: "changed: " + changed, Changed: changed, Inbox: pickInbox(inboxes, harness)}
+	d := Decision{Ask: true, Why: "changed: " + changed, Changed: changed, Inbox: PickInbox(inboxes, harness)}
 	if first, err := s.claimAsk(r); err != nil {
 		return Decision{}, fmt.Errorf("cannot record the ask, so it does not ask: %w", err)
 	} else if !first {
@@ -165,8 +165,9 @@ func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, e
 	return d, nil
 }
 
-// pickInbox is the inbox of the harness in use, else the first one.
-func pickInbox(inboxes []string, harness string) string {
+// PickInbox is the inbox of the harness in use, else the first one:
+// where that harness's agent should write its handoff.
+func PickInbox(inboxes []string, harness string) string {
 	for _, ib := range inboxes {
 		if filepath.Base(filepath.Dir(ib)) == "."+harness {
 			return ib
