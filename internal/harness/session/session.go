@@ -272,7 +272,7 @@ func (s *Store) Prune() {
 
 // Start records a session's start: its repository (the nearest directory
 // from cwd up holding .git or an inbox; repo "" when none), the handoffs
-// in the repository's inboxes and its git state. A session already
+// waiting in the repository's inboxes and its git state. A session already
 // recorded (resumed, compacted) keeps its first record. It returns the
 // record in force.
 func (s *Store) Start(ctx context.Context, harness string, in Input, repo string) (*Record, error) {
