@@ -12,10 +12,9 @@
 //     most MaxLog bytes (and one older generation). Nothing is written
 //     in the repository.
 //   - Stop asks at most once per session: only the stop that creates
-//     the session's ask file (O_EXCL) asks, so stops running at the
-//     same time ask once between them; the record says it asked before
-//     the answer is printed; an ask file or record that cannot be
-//     written means no ask. It never asks when stop_hook_active is set, outside a
+//     the session's ask file (O_EXCL) asks, before the answer is
+//     printed, so stops running at the same time ask once between them;
+//     an ask file that cannot be created means no ask. It never asks when stop_hook_active is set, outside a
 //     repository with an inbox, for a session whose start it has no
 //     record of, when nothing changed since the start, or when a handoff
 //     reached one of the repository's inboxes since the start.

@@ -213,6 +213,19 @@ func TestStopAsksOnceAtTheSameTime(t *testing.T) {
 	if d := f.stop(t, "s1"); d.Ask {
 		t.Fatalf("asked again after the stops at once: %+v", d)
 	}
+	// The ask file alone is the claim: a record that lost the ask's time
+	// (its save failed) still asks no more.
+	rec, err := f.store.Load("claude", "s1")
+	if err != nil || rec == nil {
+		t.Fatalf("load: %v, %v", rec, err)
+	}
+	rec.Asked = time.Time{}
+	if err := f.store.Save(rec); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.stop(t, "s1"); d.Ask {
+		t.Fatalf("asked again with the ask file there: %+v", d)
+	}
 	// The ask file goes with its record (the state directory stays
 	// bounded).
 	asked := filepath.Join(f.store.sessionsDir(), askedName("claude", "s1"))
