@@ -58,7 +58,11 @@ in $XDG_STATE_HOME/handoff/hooks.log, and it gives up after 2 seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHook(cmd.Context(), g, "stop", harnessName, func(ctx context.Context, in session.Input, store *session.Store) ([]byte, error) {
-				d, err := store.Stop(ctx, harnessName, in)
+				cwdRepo, err := continuity.FindRepo(ctx, transport.NewLocal(), in.Cwd)
+				if err != nil {
+					cwdRepo = ""
+				}
+				d, err := store.Stop(ctx, harnessName, in, cwdRepo)
 				if err != nil || !d.Ask {
 					return nil, err
 				}

@@ -218,6 +218,11 @@ func TestHookStopFlow(t *testing.T) {
 			if out := stop("s3", outside, false); out != "" {
 				t.Errorf("blocked outside a repository: %s", out)
 			}
+			// The agent moved into the clone and changed it: asked there.
+			mkfile(t, filepath.Join(h.clone, "cmd", "main.go"), "package main // s3\n")
+			if out := stop("s3", filepath.Join(h.clone, "cmd"), false); !strings.Contains(out, `"block"`) || !strings.Contains(out, inbox+"/") {
+				t.Errorf("not blocked in the clone the agent moved to and changed: %q", out)
+			}
 		})
 	}
 }

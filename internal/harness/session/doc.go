@@ -14,10 +14,12 @@
 //   - Stop asks at most once per session: only the stop that creates
 //     the session's ask file (O_EXCL) asks, before the answer is
 //     printed, so stops running at the same time ask once between them;
-//     an ask file that cannot be created means no ask. It never asks when stop_hook_active is set, outside a
-//     repository with an inbox, for a session whose start it has no
-//     record of, when nothing changed since the start, or when a handoff
-//     reached one of the repository's inboxes since the start.
+//     an ask file that cannot be created means no ask. It never asks
+//     when stop_hook_active is set, for a session whose start it has no
+//     record of, outside a repository with an inbox (the one the session
+//     started in, or the one holding the stop's cwd), when nothing
+//     changed there since the start, or when a handoff reached one of
+//     that repository's inboxes since the start.
 //   - Reads are bounded (the input, the git index, the walk of a
 //     repository without git) and the caller's deadline is honoured:
 //     when it passes the answer is "do not ask".

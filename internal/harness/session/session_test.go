@@ -105,7 +105,7 @@ func (f *fixture) start(t *testing.T, id string) *Record {
 
 func (f *fixture) stop(t *testing.T, id string) Decision {
 	t.Helper()
-	d, err := f.store.Stop(context.Background(), "claude", Input{SessionID: id, Cwd: f.repo})
+	d, err := f.store.Stop(context.Background(), "claude", Input{SessionID: id, Cwd: f.repo}, f.repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestStopAsksOnceAtTheSameTime(t *testing.T) {
 	)
 	for range 8 {
 		wg.Go(func() {
-			d, err := f.store.Stop(context.Background(), "claude", Input{SessionID: "s1", Cwd: f.repo})
+			d, err := f.store.Stop(context.Background(), "claude", Input{SessionID: "s1", Cwd: f.repo}, f.repo)
 			if err != nil {
 				t.Error(err)
 			}
@@ -306,6 +306,53 @@ func TestStopAfterSyncArchivedAnOlderHandoff(t *testing.T) {
 	}
 }
 
+// TestStopWhereTheAgentMoved: a session that started outside any
+// repository, or in another one, and stops in a repository it changed
+// is asked for a handoff there; one that changed nothing there, or left
+// a handoff there, is not (the invariant: a session that changed files
+// is asked for its handoff, in the repository it changed).
+func TestStopWhereTheAgentMoved(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	stop := func(id string) Decision {
+		t.Helper()
+		d, err := f.store.Stop(ctx, "claude", Input{SessionID: id, Cwd: filepath.Join(f.repo, "src")}, f.repo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	other := newFixture(t)
+	for _, tc := range []struct{ id, startRepo string }{{"from-outside", ""}, {"from-another", other.repo}} {
+		cwd := t.TempDir()
+		if tc.startRepo != "" {
+			cwd = tc.startRepo
+		}
+		if _, err := f.store.Start(ctx, "claude", Input{SessionID: tc.id, Cwd: cwd}, tc.startRepo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := stop("from-outside"); d.Ask {
+		t.Fatalf("asked with nothing changed where the agent moved: %+v", d)
+	}
+	write(t, filepath.Join(f.repo, "src", "a.go"), "package a // changed\n", time.Now().Add(time.Minute))
+	for _, id := range []string{"from-outside", "from-another"} {
+		if d := stop(id); !d.Ask || d.Inbox != f.inbox || d.Changed != "src/a.go" {
+			t.Errorf("%s: not asked in the repository the agent moved to and changed: %+v", id, d)
+		}
+	}
+
+	g := newFixture(t)
+	if _, err := g.store.Start(ctx, "claude", Input{SessionID: "s1", Cwd: t.TempDir()}, ""); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(g.repo, "src", "a.go"), "package a // changed\n", time.Now().Add(time.Minute))
+	write(t, filepath.Join(g.inbox, "2026-12-05-0900-queue.md"), "# Memory Handoff\n", time.Now().Add(time.Minute))
+	if d, _ := g.store.Stop(ctx, "claude", Input{SessionID: "s1", Cwd: g.repo}, g.repo); d.Ask {
+		t.Errorf("asked although a handoff was written where the agent moved: %+v", d)
+	}
+}
+
 // TestStopNever: stop_hook_active, no record of the start, a session
 // outside any repository, a repository without an inbox, and changes
 // only in the harness's own directory never ask.
@@ -314,13 +361,13 @@ func TestStopNever(t *testing.T) {
 	f := newFixture(t)
 	r := f.start(t, "s1")
 	write(t, filepath.Join(f.repo, "src", "a.go"), "package a // changed\n", r.Started.Add(time.Minute))
-	if d, _ := f.store.Stop(ctx, "claude", Input{SessionID: "s1", Cwd: f.repo, StopHookActive: true}); d.Ask {
+	if d, _ := f.store.Stop(ctx, "claude", Input{SessionID: "s1", Cwd: f.repo, StopHookActive: true}, f.repo); d.Ask {
 		t.Error("asked with stop_hook_active")
 	}
 	if d := f.stop(t, "unknown-session"); d.Ask {
 		t.Error("asked for a session whose start it has no record of")
 	}
-	if d, _ := f.store.Stop(ctx, "codex", Input{SessionID: "s1", Cwd: f.repo}); d.Ask {
+	if d, _ := f.store.Stop(ctx, "codex", Input{SessionID: "s1", Cwd: f.repo}, f.repo); d.Ask {
 		t.Error("asked for another harness's session of the same id")
 	}
 	// stop_hook_active did not use up the one ask.
@@ -328,11 +375,12 @@ func TestStopNever(t *testing.T) {
 		t.Errorf("not asked after stop_hook_active: %+v", d)
 	}
 
-	out, err := f.store.Start(ctx, "claude", Input{SessionID: "s2", Cwd: t.TempDir()}, "")
+	outside := t.TempDir()
+	out, err := f.store.Start(ctx, "claude", Input{SessionID: "s2", Cwd: outside}, "")
 	if err != nil || out.Repo != "" {
 		t.Fatal(err)
 	}
-	if d := f.stop(t, "s2"); d.Ask || !strings.Contains(d.Why, "outside") {
+	if d, _ := f.store.Stop(ctx, "claude", Input{SessionID: "s2", Cwd: outside}, ""); d.Ask || !strings.Contains(d.Why, "outside") {
 		t.Errorf("a session outside any repository: %+v", d)
 	}
 

@@ -111,7 +111,11 @@ type Decision struct {
 
 // Stop decides whether a stop asks for a handoff, and when it does,
 // records that it asked (so it never asks twice) before returning.
-func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, error) {
+// It looks at the repository the session started in and, when cwdRepo
+// (the repository holding the stop's cwd) is another one, the agent
+// having moved there, at that one too: its state at the start is not
+// known, so it is judged by time alone.
+func (s *Store) Stop(ctx context.Context, harness string, in Input, cwdRepo string) (Decision, error) {
 	if in.StopHookActive {
 		return Decision{Why: "stop_hook_active: the agent is already going on because a stop hook asked"}, nil
 	}
@@ -125,19 +129,66 @@ func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, e
 	if !r.Asked.IsZero() {
 		return Decision{Why: "already asked once in this session"}, nil
 	}
-	if r.Repo == "" {
+	var scopes []scope
+	if r.Repo != "" {
+		scopes = append(scopes, scope{repo: r.Repo, git: r.Git, known: r.Inboxes, cut: r.InboxesCut})
+	}
+	if cwdRepo != "" && cwdRepo != r.Repo {
+		scopes = append(scopes, scope{repo: cwdRepo, cut: true})
+	}
+	if len(scopes) == 0 {
 		return Decision{Why: "the session is outside any repository"}, nil
 	}
-	inboxes := Inboxes(r.Repo)
+	var whys []string
+	for _, sc := range scopes {
+		d, err := sc.judge(ctx, harness, r.Since())
+		if err != nil {
+			return Decision{}, err
+		}
+		if !d.Ask {
+			whys = append(whys, d.Why)
+			continue
+		}
+		if first, err := s.claimAsk(r); err != nil {
+			return Decision{}, fmt.Errorf("cannot record the ask, so it does not ask: %w", err)
+		} else if !first {
+			return Decision{Why: "already asked once in this session, by a stop hook running at the same time"}, nil
+		}
+		// The ask file is the claim; the record's time is for people
+		// reading it, so a record that cannot be saved does not stop the
+		// ask.
+		r.Asked = s.now().UTC()
+		if err := s.Save(r); err != nil {
+			s.Log("stop", harness, "record the ask's time: %v", err)
+		}
+		return d, nil
+	}
+	return Decision{Why: strings.Join(whys, "; ")}, nil
+}
+
+// scope is a repository a stop looks at, with what its session's start
+// knew of it: the git state and the handoffs waiting in its inboxes
+// (nil for a repository the session moved to).
+type scope struct {
+	repo  string
+	git   *GitState
+	known map[string][]string
+	cut   bool // known is not the whole list: judge the inboxes by time
+}
+
+// judge decides for one repository: ask when it changed since since and
+// no handoff reached its inboxes.
+func (sc scope) judge(ctx context.Context, harness string, since time.Time) (Decision, error) {
+	inboxes := Inboxes(sc.repo)
 	if len(inboxes) == 0 {
-		return Decision{Why: "the repository has no inbox"}, nil
+		return Decision{Why: sc.repo + ": the repository has no inbox"}, nil
 	}
 	for _, ib := range inboxes {
 		known := map[string]bool{}
-		for _, n := range r.Inboxes[ib] {
+		for _, n := range sc.known[ib] {
 			known[n] = true
 		}
-		got, err := newHandoff(ctx, ib, r.Since(), known, r.InboxesCut)
+		got, err := newHandoff(ctx, ib, since, known, sc.cut)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -145,26 +196,14 @@ func (s *Store) Stop(ctx context.Context, harness string, in Input) (Decision, e
 			return Decision{Why: "a handoff was written since the session started: " + filepath.Join(ib, got)}, nil
 		}
 	}
-	changed, err := Changed(ctx, r.Repo, r.Since(), r.Git)
+	changed, err := Changed(ctx, sc.repo, since, sc.git)
 	if err != nil {
-		return Decision{}, fmt.Errorf("what changed: %w", err)
+		return Decision{}, fmt.Errorf("what changed in %s: %w", sc.repo, err)
 	}
 	if changed == "" {
-		return Decision{Why: "nothing changed in the repository since the session started"}, nil
+		return Decision{Why: sc.repo + ": nothing changed in the repository since the session started"}, nil
 	}
-	d := Decision{Ask: true, Why: "changed: " + changed, Changed: changed, Inbox: PickInbox(inboxes, harness)}
-	if first, err := s.claimAsk(r); err != nil {
-		return Decision{}, fmt.Errorf("cannot record the ask, so it does not ask: %w", err)
-	} else if !first {
-		return Decision{Why: "already asked once in this session, by a stop hook running at the same time"}, nil
-	}
-	// The ask file is the claim; the record's time is for people
-	// reading it, so a record that cannot be saved does not stop the ask.
-	r.Asked = s.now().UTC()
-	if err := s.Save(r); err != nil {
-		s.Log("stop", harness, "record the ask's time: %v", err)
-	}
-	return d, nil
+	return Decision{Ask: true, Why: "changed: " + changed, Changed: changed, Inbox: PickInbox(inboxes, harness)}, nil
 }
 
 // PickInbox is the inbox of the harness in use, else the first one:
