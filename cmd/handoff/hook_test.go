@@ -210,6 +210,12 @@ func TestHookStopFlow(t *testing.T) {
 				t.Errorf("blocked after a handoff was written: %s", out)
 			}
 
+			// s2's handoff is an older session's to s3; a handoff stamped
+			// in s3's start tick would count as s3's own.
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(filepath.Join(inbox, "2026-12-05-1000-checkout.md"), old, old); err != nil {
+				t.Fatal(err)
+			}
 			outside := t.TempDir()
 			if out := start("s3", outside); out != "" {
 				t.Errorf("context outside a repository: %s", out)
