@@ -162,9 +162,10 @@ func recordName(harness, id string) string {
 }
 
 // askedName is the file whose creation claims a session's one ask.
-func askedName(harness, id string) string {
-	return strings.TrimSuffix(recordName(harness, id), ".json") + ".asked"
-}
+func askedName(harness, id string) string { return askedOf(recordName(harness, id)) }
+
+// askedOf is the ask file beside the record file record.
+func askedOf(record string) string { return strings.TrimSuffix(record, ".json") + ".asked" }
 
 // claimAsk creates the session's ask file, which only one process can
 // do: it reports whether this one did. Two stop hooks of one session at
@@ -265,7 +266,7 @@ func (s *Store) Prune() {
 	slices.SortFunc(recs, func(a, b rec) int { return a.mod.Compare(b.mod) })
 	for len(recs) > MaxRecords {
 		os.Remove(filepath.Join(s.sessionsDir(), recs[0].name))
-		os.Remove(filepath.Join(s.sessionsDir(), strings.TrimSuffix(recs[0].name, ".json")+".asked"))
+		os.Remove(filepath.Join(s.sessionsDir(), askedOf(recs[0].name)))
 		recs = recs[1:]
 	}
 }
